@@ -1,0 +1,5 @@
+import sys
+
+from neurotui.cli import main
+
+sys.exit(main())

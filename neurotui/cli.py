@@ -1,0 +1,293 @@
+"""Command line: run, attach, ls, stop."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from neurotui import __version__
+from neurotui.session import layout
+from neurotui.session.paths import (
+    SessionNotFound,
+    find_session,
+    list_sessions,
+    new_session_id,
+    sessions_root,
+)
+from neurotui.session.reader import SessionFormatError, SessionReader
+from neurotui.session.status import session_status
+from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
+from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
+
+_VERSIONED = {"torch": "torch", "torch_xla": "torch-xla", "torch_neuronx": "torch-neuronx",
+              "neuronx_cc": "neuronx-cc", "timm": "timm"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="neurotui", description=__doc__)
+    p.add_argument("--version", action="version", version=f"neurotui {__version__}")
+    p.add_argument("--sessions-dir", help="where sessions live (default ./sessions, or "
+                                           "$NEUROTUI_SESSIONS)")
+    sub = p.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="launch and supervise a training command, recording it")
+    run.add_argument("--headless", action="store_true", help="print progress lines, no dashboard")
+    run.add_argument("--name", help="short name for the session folder")
+    run.add_argument("--preset", help="a named run of the reference workload (see --list-presets)")
+    run.add_argument("--list-presets", action="store_true")
+    run.add_argument("--shell", action="store_true", help="run the command through $SHELL")
+    run.add_argument("--max-restarts", type=int, default=0)
+    run.add_argument("--restart-backoff", type=float, default=5.0, metavar="SECONDS")
+    run.add_argument("--stop-timeout", type=float, default=20.0, metavar="SECONDS",
+                     help="after SIGINT, wait this long before SIGTERM (and as long again "
+                          "before SIGKILL)")
+    run.add_argument("--step-target", type=int, help="steps the run will take (for ETA)")
+    run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
+                     help="extra step-line pattern with named groups (step, loss, samples, ...)")
+    run.add_argument("--interval", type=float, default=5.0, help="headless: seconds per line")
+    run.add_argument("--detach", action="store_true", help="start, print the session, return")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND ...")
+
+    attach = sub.add_parser("attach", help="follow a running session")
+    attach.add_argument("session", nargs="?")
+    attach.add_argument("--headless", action="store_true")
+    attach.add_argument("--interval", type=float, default=5.0)
+
+    sub.add_parser("ls", help="list sessions")
+
+    stop = sub.add_parser("stop", help="stop a running session's training gracefully")
+    stop.add_argument("session", nargs="?")
+    stop.add_argument("--restart", action="store_true", help="stop and start it again")
+    stop.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    root = sessions_root(args.sessions_dir)
+    try:
+        if args.command == "run":
+            return cmd_run(args, root)
+        if args.command == "ls":
+            return cmd_ls(root)
+        if args.command == "stop":
+            return cmd_stop(args, root)
+        if args.command == "attach":
+            return cmd_attach(args, root)
+        # `neurotui` alone: follow the running session.
+        args.session, args.headless, args.interval = None, not sys.stdout.isatty(), 5.0
+        return cmd_attach(args, root)
+    except (SessionNotFound, SessionFormatError) as exc:
+        print(f"neurotui: {exc}", file=sys.stderr)
+        return 2
+
+
+# -- run ------------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace, root: Path) -> int:
+    from runner.presets import PRESETS
+
+    if args.list_presets:
+        for name, preset in PRESETS.items():
+            print(f"{name:24} {preset.description}")
+        return 0
+    user_cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
+    env: dict[str, str] = {}
+    step_target = args.step_target
+    if args.preset:
+        if args.preset not in PRESETS:
+            print(f"neurotui: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}",
+                  file=sys.stderr)
+            return 2
+        preset = PRESETS[args.preset]
+        user_cmd = user_cmd or preset.argv()
+        env = dict(preset.env)
+        step_target = step_target or preset.step_target
+    if not user_cmd:
+        print("neurotui: nothing to run: give `-- COMMAND ...` or --preset NAME",
+              file=sys.stderr)
+        return 2
+    name = args.name or args.preset or Path(user_cmd[-1] if torchrun_position(user_cmd)
+                                            else user_cmd[0]).stem
+    session_dir = create_session(root, name, user_cmd, shell=args.shell, config={
+        "max_restarts": args.max_restarts, "restart_backoff_s": args.restart_backoff,
+        "stop_timeout_s": args.stop_timeout, "kill_timeout_s": args.stop_timeout,
+        "step_target": step_target, "preset": args.preset, "env": env,
+        "step_patterns": args.step_pattern or None})
+    supervisor = start_supervisor(session_dir)
+    if not wait_started(session_dir, supervisor):
+        return 1
+    print(f"neurotui: session {session_dir.name} in {session_dir.parent}", flush=True)
+    if args.detach:
+        return 0
+    return follow_session(session_dir, args.interval, headless=args.headless)
+
+
+def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
+                   config: dict[str, Any]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    session_id = new_session_id(name, now)
+    session_dir = root / session_id
+    suffix = 1
+    while session_dir.exists():
+        suffix += 1
+        session_dir = root / f"{session_id}-{suffix}"
+    (session_dir / layout.LOGS_DIR).mkdir(parents=True)
+    (session_dir / layout.PROBE_DIR).mkdir()
+    argv = resolve_executable(job_argv(user_cmd, session_dir, shell=shell))
+    config = {**config, "torchrun_logs": argv != user_cmd and not shell
+              and torchrun_position(user_cmd) is not None}
+    meta = {
+        "format": FORMAT_VERSION, "id": session_dir.name, "name": name,
+        "command": argv, "user_command": user_cmd, "shell": shell,
+        "cwd": os.getcwd(), "host": platform.node(), "user": _user(),
+        "versions": package_versions(), "started_at": now, "ended_at": None,
+        "instance": None, "price": None, "config": config, "exit": None,
+    }
+    write_json_atomic(session_dir / layout.META, meta)
+    return session_dir
+
+
+def start_supervisor(session_dir: Path) -> subprocess.Popen[bytes]:
+    """The supervisor runs detached: its own session, no terminal, output to a file."""
+    with open(session_dir / layout.SUPERVISOR_LOG, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "neurotui.supervisor", str(session_dir)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True)
+
+
+def wait_started(session_dir: Path, supervisor: subprocess.Popen[bytes],
+                 timeout_s: float = 30.0) -> bool:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if (session_dir / layout.EVENTS).exists() and session_status(session_dir).running:
+            reader = SessionReader(session_dir).load()
+            if reader.events.get("proc_start"):
+                return True
+        if supervisor.poll() is not None:
+            break
+        time.sleep(0.05)
+    log = (session_dir / layout.SUPERVISOR_LOG).read_text(errors="replace")[-2000:]
+    print(f"neurotui: the supervisor did not start the job.\n{log}", file=sys.stderr)
+    return False
+
+
+def follow_session(session_dir: Path, interval: float, *, headless: bool) -> int:
+    from neurotui import headless as headless_mode
+
+    if not headless:
+        print("neurotui: the dashboard is not built yet; following in headless mode",
+              file=sys.stderr)
+    reader = SessionReader(session_dir)
+    try:
+        ended = headless_mode.follow(reader, interval_s=interval,
+                                     alive=lambda: session_status(session_dir).running)
+    except KeyboardInterrupt:
+        print(f"\nneurotui: detached; training goes on. `neurotui attach {session_dir.name}` "
+              f"follows it again, `neurotui stop {session_dir.name}` stops it.", file=sys.stderr)
+        return 130
+    if ended is None:
+        status = session_status(session_dir)
+        print(f"neurotui: session {status.state}: {status.detail}", file=sys.stderr)
+        return 1
+    print(f"neurotui: {ended.get('reason')} (exit code {ended.get('code')}"
+          f"{', signal ' + ended['signal'] if ended.get('signal') else ''}); "
+          f"recorded in {session_dir}", flush=True)
+    code = ended.get("code")
+    return code if isinstance(code, int) and code >= 0 else 1
+
+
+# -- ls, attach, stop -------------------------------------------------------------------------
+def cmd_ls(root: Path) -> int:
+    sessions = list_sessions(root)
+    if not sessions:
+        print(f"no sessions under {root}")
+        return 0
+    print(f"{'SESSION':44} {'STATE':13} {'DURATION':>9}  COMMAND")
+    for path in sessions:
+        status = session_status(path)
+        try:
+            meta = SessionReader(path).meta
+        except SessionFormatError as exc:
+            print(f"{path.name:44} {'unreadable':13} {'':>9}  {exc}")
+            continue
+        start = float(meta.get("started_at") or 0)
+        end = meta.get("ended_at") or (time.time() if status.running else start)
+        cmd = " ".join(meta.get("user_command") or meta.get("command") or [])
+        print(f"{path.name:44} {status.state:13} {_duration(end - start):>9}  {cmd[:80]}")
+    return 0
+
+
+def cmd_attach(args: argparse.Namespace, root: Path) -> int:
+    session_dir = find_session(root, args.session)
+    return follow_session(session_dir, args.interval, headless=args.headless)
+
+
+def cmd_stop(args: argparse.Namespace, root: Path) -> int:
+    from neurotui.supervisor import control, direct_stop
+
+    session_dir = find_session(root, args.session, running_only=True)
+    request = {"cmd": "restart" if args.restart else "stop", "by": "cli"}
+    try:
+        control.send(session_dir, request)
+    except (OSError, ValueError):
+        if args.restart:
+            print("neurotui: the supervisor is gone; cannot restart", file=sys.stderr)
+            return 1
+        print("neurotui: no supervisor answers; stopping the job directly", file=sys.stderr)
+        return direct_stop.stop_unsupervised(session_dir)
+    if args.restart:
+        print(f"neurotui: restarting {session_dir.name}")
+        return 0
+    print(f"neurotui: stopping {session_dir.name} (SIGINT, then SIGTERM, then SIGKILL)...",
+          flush=True)
+    deadline = time.time() + args.wait
+    while time.time() < deadline:
+        if not session_status(session_dir).running:
+            print(f"neurotui: {session_status(session_dir).state}")
+            return 0
+        time.sleep(0.2)
+    print("neurotui: still running after --wait; the supervisor keeps escalating",
+          file=sys.stderr)
+    return 1
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version(),
+                                       "neurotui": __version__}
+    for key, dist in _VERSIONED.items():
+        try:
+            versions[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[key] = None
+    return versions
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main())

@@ -1,0 +1,560 @@
+"""Throughput, step times, phase and cost: pure functions over the session DataFrames.
+
+Inputs are what the session reader produces (see neurotui/session/FORMAT.md):
+
+- steps: one row per rank per step, columns t, rank, step, samples, loss, dt, src, attempt;
+- compiles: compile events, columns t, rank (may be null), what;
+- meta: the meta.json dict (started_at, ended_at, exit, config).
+
+No I/O and no clocks: "now" is always a parameter, so the same code serves the live dashboard
+and a replay at any point in time. Every figure that cannot be known (no price, no steps, a
+zero or NaN input) is None, never a made-up number and never a ZeroDivisionError.
+
+Steady state follows the reference study: step times averaged over steps 11..N, i.e. the first
+`warmup_steps` (10) steps of every rank and attempt are warm-up (graph compilation, caches) and
+left out. Price-performance = samples/s x 3600 / USD per hour = samples per dollar; the
+"all-in" view divides all samples by the whole bill, compile and idle time included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_WARMUP_STEPS = 10
+"""Steps 1..10 of each rank and attempt are warm-up, as in the reference study (11..N)."""
+DEFAULT_BUCKET_S = 10.0
+DEFAULT_WINDOW_S = 30.0
+DEFAULT_STRAGGLER_THRESHOLD = 0.2
+DEFAULT_STALL_FACTOR = 10.0
+DEFAULT_MIN_STALL_S = 10.0
+
+Phase = Literal["starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped"]
+PHASES: tuple[Phase, ...] = (
+    "starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped")
+_STOP_WORDS = ("stop", "interrupt", "cancel", "user")
+_GROUP = ["attempt", "rank"]
+
+
+# -- small helpers -------------------------------------------------------------------------
+
+def _num(value: Any) -> float | None:
+    """A finite float, or None for None/NaN/inf/bool/non-numbers."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _pos(value: Any) -> float | None:
+    """A finite float > 0, or None: the inputs that may be divided by or multiplied into money."""
+    number = _num(value)
+    return number if number is not None and number > 0 else None
+
+
+def _has_rows(df: pd.DataFrame | None, *columns: str) -> bool:
+    return df is not None and len(df) > 0 and all(c in df.columns for c in columns)
+
+
+def _until(df: pd.DataFrame, now: float | None) -> pd.DataFrame:
+    """Rows up to `now` (a replay position); all rows when `now` is None."""
+    if now is None or not _has_rows(df, "t"):
+        return df
+    return df[df["t"] <= now]
+
+
+# -- step times ----------------------------------------------------------------------------
+
+def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
+    """`steps` sorted by attempt, rank and time, with three derived columns.
+
+    - step_time: seconds per step. `dt` when the rank reported it; otherwise the time since
+      the same rank's previous record in the same attempt divided by the steps in between
+      (log lines every k steps). NaN when unknown (first record, counter reset, t not rising).
+    - steps_covered: steps since that previous record (1 for the first record and after a
+      counter reset, e.g. a per-epoch step number).
+    - samples_covered: samples x steps_covered. `samples` is per step (FORMAT.md), so a record
+      every 10 steps stands for 10 steps' samples; totals and rates over time use this.
+    """
+    if not _has_rows(steps, "t", "rank", "step", "attempt"):
+        base = list(steps.columns) if steps is not None else []
+        return pd.DataFrame(columns=[*base, "step_time", "steps_covered", "samples_covered"])
+    df = steps.sort_values(["attempt", "rank", "t", "step"], kind="stable").copy()
+    grouped = df.groupby(_GROUP, sort=False)
+    elapsed = grouped["t"].diff()
+    advanced = grouped["step"].diff()
+    rising = advanced > 0
+    derived = (elapsed / advanced).where(rising & (elapsed > 0))
+    if "dt" in df.columns:
+        dt = pd.to_numeric(df["dt"], errors="coerce")
+        reported = dt.where(np.isfinite(dt) & (dt > 0))
+        df["step_time"] = reported.fillna(derived)
+    else:
+        df["step_time"] = derived
+    df["steps_covered"] = advanced.where(rising, 1.0).astype(float)
+    samples = (pd.to_numeric(df["samples"], errors="coerce") if "samples" in df.columns
+               else pd.Series(np.nan, index=df.index))
+    df["samples_covered"] = samples * df["steps_covered"]
+    return df
+
+
+def _past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
+    """True for rows once their rank got `warmup_steps` steps past its first in the attempt.
+
+    First step 1 and 10 warm-up steps -> steps 11.. count (the study's 11..N). Progress is a
+    running maximum in time order, so a step counter that resets each epoch does not make
+    every epoch start look like warm-up. `df` comes from with_step_time (time-sorted).
+    """
+    grouped = df.groupby(_GROUP, sort=False)["step"]
+    progress = (df["step"] - grouped.transform("min")).groupby(
+        [df["attempt"], df["rank"]], sort=False).cummax()
+    return progress >= max(0, int(warmup_steps))
+
+
+def steady_steps(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
+                 compiles: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The steady-state rows (with `step_time`): warm-up and compile-hit steps left out.
+
+    A row is warm-up until its rank is `warmup_steps` steps past the first step it recorded in
+    that attempt (first step 1 -> steps 1..10 skipped; a restart resuming at 300 skips
+    300..309 too, since it compiles again). When `compiles` is given, steps whose
+    interval (t - step_time, t] contains a compile event of that rank (or of no rank) are
+    also left out, unless that would leave nothing: a job that compiles at every step has no
+    other steady state, and its slow steps are then what it really runs at.
+    """
+    df = with_step_time(steps)
+    if not len(df):
+        return df
+    df = df[_past_warmup(df, warmup_steps)]
+    if _has_rows(compiles, "t") and len(df):
+        hit = _overlaps_compile(df, compiles)
+        if not hit.all():
+            df = df[~hit]
+    return df
+
+
+def _overlaps_compile(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
+    """Per row: did a compile event of its rank (or of no rank) happen during the step?"""
+    ct = pd.to_numeric(compiles["t"], errors="coerce")
+    if "rank" in compiles.columns:
+        crank = pd.to_numeric(compiles["rank"], errors="coerce")
+    else:
+        crank = pd.Series(np.nan, index=compiles.index)
+    anyrank = np.sort(ct[crank.isna()].dropna().to_numpy())
+    hit = pd.Series(False, index=df.index)
+    known = df["step_time"].notna()
+    for rank, rows in df[known].groupby("rank"):
+        times = np.sort(np.concatenate([anyrank, ct[crank == rank].dropna().to_numpy()]))
+        if not len(times):
+            continue
+        end = rows["t"].to_numpy()
+        start = end - rows["step_time"].to_numpy()
+        inside = np.searchsorted(times, end, "right") - np.searchsorted(times, start, "right")
+        hit.loc[rows.index] = inside > 0
+    return hit
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Steady-state throughput and step-time statistics (warm-up excluded)."""
+
+    samples_per_s: float | None
+    """Sum over ranks of samples / step time: the study's batch / mean step time. None if
+    the ranks do not report samples."""
+    step_time_median: float
+    step_time_p90: float
+    step_time_mean: float
+    steps: int
+    """Rows counted (one per rank per step)."""
+    ranks: int
+    warmup_steps: int
+
+
+def steady_state(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
+                 compiles: pd.DataFrame | None = None) -> SteadyState | None:
+    """Steady-state samples/s and step-time median/p90/mean, or None before steady state.
+
+    Throughput per rank is its samples divided by its step time (both summed over its
+    steady steps, i.e. mean batch / mean step time as in the reference study), summed over
+    ranks: 2 ranks x 16 samples at 0.1 s/step -> 320 samples/s.
+    """
+    df = steady_steps(steps, warmup_steps, compiles)
+    df = df[df["step_time"].notna()] if len(df) else df
+    if not len(df):
+        return None
+    times = df["step_time"].astype(float)
+    rates = []
+    for _, rows in df.groupby("rank"):
+        if "samples" not in rows:
+            rates = None
+            break
+        samples = pd.to_numeric(rows["samples"], errors="coerce")
+        if samples.isna().any():
+            rates = None
+            break
+        rates.append(float(samples.sum()) / float(rows["step_time"].sum()))
+    return SteadyState(
+        samples_per_s=None if rates is None else _pos(sum(rates)),
+        step_time_median=float(times.median()),
+        step_time_p90=float(times.quantile(0.9)),
+        step_time_mean=float(times.mean()),
+        steps=len(df),
+        ranks=int(df["rank"].nunique()),
+        warmup_steps=int(warmup_steps),
+    )
+
+
+# -- throughput over time ------------------------------------------------------------------
+
+def throughput_series(steps: pd.DataFrame, bucket_s: float = DEFAULT_BUCKET_S,
+                      start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """Whole-job samples/s (all ranks summed) in time buckets, for the throughput chart.
+
+    Columns: t (bucket start), seconds (time the bucket covers), samples, samples_per_s.
+    Buckets start at `start` (the run's started_at; default: the first step) and run to
+    `end` (now or ended_at; default: the last step). Buckets with no steps are 0, so compile
+    stalls show as gaps. The last bucket is usually partial: it is rated over the time it
+    covers, and left out while it covers less than half a bucket (too noisy to show).
+    """
+    columns = ["t", "seconds", "samples", "samples_per_s"]
+    bucket = _pos(bucket_s)
+    df = with_step_time(steps)
+    if bucket is None or not len(df):
+        return pd.DataFrame(columns=columns)
+    df = df[np.isfinite(df["t"].astype(float))]
+    samples = df["samples_covered"].fillna(0.0)
+    t0 = _num(start) if start is not None else None
+    t0 = float(df["t"].min()) if t0 is None else t0
+    t1 = _num(end) if end is not None else None
+    t1 = float(df["t"].max()) if t1 is None else t1
+    if t1 <= t0:
+        return pd.DataFrame(columns=columns)
+    keep = (df["t"] >= t0) & (df["t"] <= t1)
+    index = np.floor((df.loc[keep, "t"].to_numpy() - t0) / bucket).astype(int)
+    count = math.floor((t1 - t0) / bucket) + 1
+    index = np.minimum(index, count - 1)
+    totals = np.bincount(index, weights=samples[keep].to_numpy(), minlength=count)
+    starts = t0 + bucket * np.arange(count)
+    seconds = np.minimum(bucket, t1 - starts)
+    out = pd.DataFrame({"t": starts, "seconds": seconds, "samples": totals})
+    out = out[out["seconds"] >= bucket / 2].reset_index(drop=True)
+    out["samples_per_s"] = out["samples"] / out["seconds"]
+    return out
+
+
+def current_throughput(steps: pd.DataFrame, now: float,
+                       window_s: float = DEFAULT_WINDOW_S) -> float | None:
+    """Samples/s of the whole job over the last `window_s` seconds (all ranks summed).
+
+    Per rank: samples after its first record in the window over the time they took (so the
+    figure is right from the first seconds of a run and with slow or sparse steps); once a
+    rank has been silent for longer than its usual step interval, the silence counts too, so
+    a stall drags the figure down to 0. 0.0 when steps exist but none in the window; None
+    when there are no steps at all.
+    """
+    start = _num(now)
+    window = _pos(window_s)
+    if start is None or window is None:
+        return None
+    df = with_step_time(_until(steps, start))
+    if not len(df):
+        return None
+    recent = df[df["t"] > start - window]
+    total = 0.0
+    for _, rows in recent.groupby(_GROUP, sort=False):  # time-sorted within each group
+        if rows["samples_covered"].isna().all():
+            continue
+        t = rows["t"].to_numpy(dtype=float)
+        if len(rows) >= 2:
+            typical = float(np.median(np.diff(t)))
+            span = max(t[-1] - t[0], (start - t[0]) - typical)
+            if span > 0:
+                total += float(rows["samples_covered"].iloc[1:].fillna(0.0).sum()) / span
+        else:
+            step_time = _pos(rows["step_time"].iloc[0])
+            per_step = _num(rows["samples"].iloc[0])
+            if step_time is not None and per_step is not None:
+                total += per_step / max(step_time, start - t[0])
+    return total
+
+
+def total_samples(steps: pd.DataFrame, now: float | None = None) -> float:
+    """All samples processed so far (all ranks, all attempts; sparse records count for the
+    steps they stand for)."""
+    df = with_step_time(_until(steps, now))
+    return float(df["samples_covered"].fillna(0.0).sum()) if len(df) else 0.0
+
+
+def latest_step(steps: pd.DataFrame, now: float | None = None) -> int | None:
+    """The highest step number reached in the latest attempt, or None before any step."""
+    df = _until(steps, now)
+    if not _has_rows(df, "step", "attempt"):
+        return None
+    last = df[df["attempt"] == df["attempt"].max()]
+    return int(last["step"].max())
+
+
+# -- ranks ---------------------------------------------------------------------------------
+
+def rank_step_times(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
+                    attempt: int | None = None) -> pd.DataFrame:
+    """Median step time per rank (index: rank; columns median_step_s, steps).
+
+    Uses the latest attempt (or `attempt`), steady steps only; a rank with no steady step yet
+    falls back to all its known step times so that a slow rank shows up early too.
+    """
+    columns = ["median_step_s", "steps"]
+    df = with_step_time(steps)
+    if not len(df):
+        return pd.DataFrame(columns=columns)
+    df = df[df["attempt"] == (df["attempt"].max() if attempt is None else attempt)]
+    df = df.assign(past_warmup=_past_warmup(df, warmup_steps))
+    df = df[df["step_time"].notna()]
+    steady = df[df["past_warmup"]]
+    rows = {}
+    for rank, all_rows in df.groupby("rank"):
+        mine = steady[steady["rank"] == rank]
+        use = mine if len(mine) else all_rows
+        rows[int(rank)] = (float(use["step_time"].median()), len(use))
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
+    out.index.name = "rank"
+    return out.sort_index()
+
+
+def find_stragglers(per_rank: pd.DataFrame | pd.Series | Mapping[int, float],
+                    threshold: float = DEFAULT_STRAGGLER_THRESHOLD) -> list[int]:
+    """Ranks whose median step time exceeds the median of the other ranks' by > `threshold`.
+
+    In data-parallel training every rank waits for the slowest at each all-reduce, so one
+    slow rank (a noisy core, a slow data loader) sets the pace for all. `per_rank` is
+    rank_step_times() or a rank -> median step seconds mapping. Needs two ranks or more.
+    """
+    if isinstance(per_rank, pd.DataFrame):
+        per_rank = per_rank["median_step_s"] if "median_step_s" in per_rank else pd.Series()
+    medians = {int(r): v for r, v in dict(per_rank).items() if _pos(v) is not None}
+    if len(medians) < 2 or _num(threshold) is None:
+        return []
+    slow = []
+    for rank, median in medians.items():
+        others = float(np.median([v for r, v in medians.items() if r != rank]))
+        if median > others * (1.0 + threshold):
+            slow.append(rank)
+    return sorted(slow)
+
+
+def stalled_ranks(steps: pd.DataFrame, now: float, factor: float = DEFAULT_STALL_FACTOR,
+                  min_silence_s: float = DEFAULT_MIN_STALL_S,
+                  compiles: pd.DataFrame | None = None,
+                  warmup_steps: int = DEFAULT_WARMUP_STEPS) -> dict[int, float]:
+    """Ranks of the latest attempt silent for > `factor` x their median step time -> seconds.
+
+    The silence must also exceed `min_silence_s` (log-parsed steps arrive in bursts). A
+    compile event of the rank (or of no rank) restarts its clock: compiling is not stalling.
+    Ranks without a known median step time are not judged. The caller asks this only while
+    the job runs.
+    """
+    moment = _num(now)
+    if moment is None or _pos(factor) is None:
+        return {}
+    df = _until(steps, moment)
+    per_rank = rank_step_times(df, warmup_steps)
+    if not len(per_rank):
+        return {}
+    latest = df[df["attempt"] == df["attempt"].max()]
+    last_seen = latest.groupby("rank")["t"].max()
+    if _has_rows(compiles, "t"):
+        cdf = _until(compiles, moment)
+        ranks = (pd.to_numeric(cdf["rank"], errors="coerce") if "rank" in cdf
+                 else pd.Series(np.nan, index=cdf.index))
+        any_rank = cdf.loc[ranks.isna(), "t"].max() if len(cdf) else np.nan
+        for rank in last_seen.index:
+            mine = cdf.loc[ranks == rank, "t"].max() if len(cdf) else np.nan
+            candidates = [x for x in (last_seen[rank], mine, any_rank) if _num(x) is not None]
+            last_seen[rank] = max(candidates)
+    out = {}
+    for rank, seen in last_seen.items():
+        if rank not in per_rank.index:
+            continue
+        silence = moment - float(seen)
+        limit = max(float(min_silence_s), factor * float(per_rank.loc[rank, "median_step_s"]))
+        if silence > limit:
+            out[int(rank)] = silence
+    return out
+
+
+# -- phase ---------------------------------------------------------------------------------
+
+def run_is_over(meta: Mapping[str, Any] | None, now: float | None = None) -> bool:
+    """True once meta says the run ended (and, in a replay, `now` is past its end)."""
+    meta = meta or {}
+    ended_at = _num(meta.get("ended_at"))
+    if meta.get("exit") is None and ended_at is None:
+        return False
+    return ended_at is None or now is None or now >= ended_at
+
+
+def exit_phase(exit_info: Mapping[str, Any] | None) -> Phase:
+    """"finished" (code 0), "stopped" (the user stopped it) or "crashed" (anything else).
+
+    A reason mentioning stop/interrupt/cancel/user wins over the exit code, since a graceful
+    stop may well exit 0. An end without exit details is "stopped": a crash cannot be shown.
+    """
+    if not exit_info:
+        return "stopped"
+    reason = str(exit_info.get("reason") or "").lower()
+    if any(word in reason for word in _STOP_WORDS):
+        return "stopped"
+    if exit_info.get("code") == 0 and not exit_info.get("signal"):
+        return "finished"
+    return "crashed"
+
+
+def phase(meta: Mapping[str, Any] | None, steps: pd.DataFrame | None,
+          compiles: pd.DataFrame | None, now: float | None,
+          warmup_steps: int = DEFAULT_WARMUP_STEPS) -> Phase:
+    """Where the run is: starting, compiling, warm-up, steady, finished, crashed or stopped.
+
+    Ended runs are classified by meta.exit. A running one is "compiling" while its newest
+    compile event is newer than its newest step, "starting" before any step or compile,
+    "warm-up" until a rank of the latest attempt has done `warmup_steps` steps past its first,
+    then "steady". Only events up to `now` count, so replays show the phase at that time.
+    """
+    if run_is_over(meta, now):
+        return exit_phase((meta or {}).get("exit"))
+    s = _until(steps, now) if _has_rows(steps, "t", "step", "attempt", "rank") else None
+    c = _until(compiles, now) if _has_rows(compiles, "t") else None
+    last_compile = float(c["t"].max()) if c is not None and len(c) else None
+    if s is None or not len(s):
+        return "compiling" if last_compile is not None else "starting"
+    if last_compile is not None and last_compile > float(s["t"].max()):
+        return "compiling"
+    latest = s[s["attempt"] == s["attempt"].max()]
+    progress = latest.groupby("rank")["step"].agg(lambda x: x.max() - x.min())
+    return "steady" if int(progress.max()) >= int(warmup_steps) else "warm-up"
+
+
+# -- cost ----------------------------------------------------------------------------------
+
+def cost_so_far(usd_per_hour: float | None, started_at: float | None, now: float | None,
+                ended_at: float | None = None) -> float | None:
+    """USD spent from start to `now` (or to `ended_at` once ended): the instance bills all of
+    it, compile and idle time included."""
+    price = _pos(usd_per_hour)
+    start = _num(started_at)
+    stop = _num(now)
+    end = _num(ended_at)
+    if end is not None:
+        stop = end if stop is None else min(stop, end)
+    if price is None or start is None or stop is None:
+        return None
+    return max(0.0, stop - start) / 3600.0 * price
+
+
+def samples_per_dollar(samples_per_s: float | None,
+                       usd_per_hour: float | None) -> float | None:
+    """Price-performance: samples/s x 3600 / USD per hour (320/s at $1.34375/h -> 857,302)."""
+    rate, price = _pos(samples_per_s), _pos(usd_per_hour)
+    if rate is None or price is None:
+        return None
+    return rate * 3600.0 / price
+
+
+def all_in_samples_per_dollar(total: float | None, total_cost_usd: float | None) -> float | None:
+    """Samples per dollar of the whole bill so far (compile, warm-up and idle time included)."""
+    count, cost = _pos(total), _pos(total_cost_usd)
+    return None if count is None or cost is None else count / cost
+
+
+def cost_per_million_samples(samples_per_s: float | None,
+                             usd_per_hour: float | None) -> float | None:
+    """USD per 1,000,000 samples at this throughput and price."""
+    per_dollar = samples_per_dollar(samples_per_s, usd_per_hour)
+    return None if per_dollar is None else 1e6 / per_dollar
+
+
+def cost_per_epoch(dataset_size: float | None, samples_per_s: float | None,
+                   usd_per_hour: float | None) -> float | None:
+    """USD for one pass over `dataset_size` samples at this throughput and price."""
+    size, per_dollar = _pos(dataset_size), samples_per_dollar(samples_per_s, usd_per_hour)
+    return None if size is None or per_dollar is None else size / per_dollar
+
+
+def price_per_neuroncore_hour(usd_per_hour: float | None,
+                              neuron_cores: float | None) -> float | None:
+    """USD per NeuronCore-hour, to compare instance sizes of one family."""
+    price, cores = _pos(usd_per_hour), _pos(neuron_cores)
+    return None if price is None or cores is None else price / cores
+
+
+def relative_price_performance(samples_per_s_a: float | None, usd_per_hour_a: float | None,
+                               samples_per_s_b: float | None,
+                               usd_per_hour_b: float | None) -> float | None:
+    """Samples per dollar of A divided by B's: > 1 means A is the better deal.
+
+    Equals (speed A / speed B) x (price B / price A), so a faster instance is worse exactly
+    when its price ratio exceeds its speed ratio.
+    """
+    a = samples_per_dollar(samples_per_s_a, usd_per_hour_a)
+    b = samples_per_dollar(samples_per_s_b, usd_per_hour_b)
+    return None if a is None or b is None else a / b
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Time and money still needed to reach a target, at the current pace and price."""
+
+    remaining_s: float
+    remaining_usd: float | None
+    total_usd: float | None
+    """Spent so far plus remaining, when both are known."""
+    eta: float | None
+    """Unix time of arrival, when `now` was given."""
+
+
+def project_remaining(done: float | None, target: float | None, rate_per_s: float | None,
+                      usd_per_hour: float | None = None, spent_usd: float | None = None,
+                      now: float | None = None) -> Projection | None:
+    """Projection for `target - done` units at `rate_per_s` units per second.
+
+    None when the target, the progress or the rate is unknown (or zero); the money parts are
+    None without a price. At or past the target the remaining time is 0.
+    """
+    goal, so_far, rate = _pos(target), _num(done), _pos(rate_per_s)
+    if goal is None or so_far is None or rate is None:
+        return None
+    remaining_s = max(0.0, goal - so_far) / rate
+    price = _pos(usd_per_hour)
+    remaining_usd = None if price is None else remaining_s / 3600.0 * price
+    spent = _num(spent_usd)
+    total = None if remaining_usd is None or spent is None else spent + remaining_usd
+    moment = _num(now)
+    eta = None if moment is None else moment + remaining_s
+    return Projection(remaining_s, remaining_usd, total, eta)
+
+
+def project_to_step(current_step: float | None, target_step: float | None,
+                    step_time_s: float | None, usd_per_hour: float | None = None,
+                    spent_usd: float | None = None,
+                    now: float | None = None) -> Projection | None:
+    """Time and cost to reach config.step_target at the steady step time."""
+    step_time = _pos(step_time_s)
+    rate = None if step_time is None else 1.0 / step_time
+    return project_remaining(current_step, target_step, rate, usd_per_hour, spent_usd, now)
+
+
+def project_to_epochs(samples_done: float | None, target_epochs: float | None,
+                      dataset_size: float | None, samples_per_s: float | None,
+                      usd_per_hour: float | None = None, spent_usd: float | None = None,
+                      now: float | None = None) -> Projection | None:
+    """Time and cost to process `target_epochs` x `dataset_size` samples at samples_per_s."""
+    epochs, size = _pos(target_epochs), _pos(dataset_size)
+    target = None if epochs is None or size is None else epochs * size
+    return project_remaining(samples_done, target, samples_per_s, usd_per_hour, spent_usd, now)

@@ -1,0 +1,113 @@
+"""In-training-script API: one call per step. Standard library only.
+
+    from neurotui import probe
+    probe.step(samples=16, loss=loss_value)            # once per completed step
+    probe.step(samples=16, phases={"data": 0.01, "forward": 0.05})
+
+Outside neurotui (no NEUROTUI_SESSION in the environment) every call is a cheap no-op. Inside,
+each call appends one line to the session's probe/rank-<R>.jsonl with a single os.write on an
+O_APPEND descriptor: no thread, no socket, nothing buffered to lose, and the steps land on disk
+even if the supervisor dies. It never raises into the training loop: on any error it switches
+itself off for the rest of the process.
+
+Pass `loss` as a Python float. A tensor is not converted, because float(tensor) forces a device
+sync (on XLA, a graph execution) that would change the very timing being measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import time
+
+SESSION_ENV = "NEUROTUI_SESSION"
+DISABLE_ENV = "NEUROTUI_PROBE"  # "0" turns the probe off (to test the log-parsing path)
+ATTEMPT_ENV = "NEUROTUI_ATTEMPT"
+
+_fd: int | None = None
+_disabled = False
+_rank = 0
+_attempt = 0
+_step = 0
+_last_t: float | None = None
+
+
+def _open() -> int | None:
+    global _fd, _disabled, _rank, _attempt
+    session = os.environ.get(SESSION_ENV)
+    if not session or os.environ.get(DISABLE_ENV) == "0":
+        _disabled = True
+        return None
+    _rank = int(os.environ.get("RANK", "0"))
+    _attempt = int(os.environ.get(ATTEMPT_ENV, "0"))
+    probe_dir = os.path.join(session, "probe")
+    os.makedirs(probe_dir, exist_ok=True)
+    _fd = os.open(os.path.join(probe_dir, f"rank-{_rank}.jsonl"),
+                  os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    return _fd
+
+
+def enabled() -> bool:
+    """True when running under neurotui and the probe is working."""
+    if _fd is None and not _disabled:
+        try:
+            _open()
+        except Exception:
+            _switch_off()
+    return _fd is not None
+
+
+def step(samples: int | float, loss: float | None = None, *, step: int | None = None,
+         dt: float | None = None, phases: dict[str, float] | None = None) -> None:
+    """Record one completed step of this rank: call it where the step's work has finished.
+
+    `dt` (seconds) defaults to the time since the previous call; pass it to time the first
+    step too (from when the model was ready), which holds the first graph compile on XLA.
+    """
+    global _step, _last_t
+    if _disabled:
+        return
+    try:
+        fd = _fd if _fd is not None else _open()
+        if fd is None:
+            return
+        now = time.time()
+        if isinstance(dt, (int, float)) and not isinstance(dt, bool):
+            dt_text = _number(float(dt))
+        else:
+            dt_text = "null" if _last_t is None else repr(now - _last_t)
+        _last_t = now
+        _step = step if step is not None else _step + 1
+        loss_text = _number(loss)
+        phase_text = "null" if not phases else json.dumps(phases)
+        # Formatted by hand: json.dumps of the whole record costs several times more.
+        line = (f'{{"t":{now!r},"kind":"step","rank":{_rank},"step":{int(_step)},'
+                f'"samples":{_number(samples)},"loss":{loss_text},"dt":{dt_text},'
+                f'"phases":{phase_text},"src":"probe","attempt":{_attempt}}}\n')
+        os.write(fd, line.encode())
+    except Exception:
+        _switch_off()
+
+
+def _number(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "null"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return repr(value)
+
+
+def _switch_off() -> None:
+    global _disabled
+    _disabled = True
+
+
+def _reset_for_tests() -> None:
+    """Forget the open file and counters (tests change the environment between calls)."""
+    global _fd, _disabled, _step, _last_t
+    if _fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(_fd)
+    _fd, _disabled, _step, _last_t = None, False, 0, None

@@ -1,0 +1,49 @@
+"""File names inside a session folder (see FORMAT.md); one place so writer and reader agree."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+META = "meta.json"
+EVENTS = "events.jsonl"
+PROBE_DIR = "probe"
+LOGS_DIR = "logs"
+LAUNCHER_LOG = "logs/launcher.log"
+TORCHRUN_LOG_DIR = "logs/torchrun"
+SUPERVISOR_LOG = "supervisor.log"
+CONTROL_SOCKET = "control.sock"
+
+# torchrun --log-dir layout: <dir>/<run_id>_<suffix>/attempt_<k>/<local_rank>/{stdout,stderr}.log
+_TORCHRUN_RANK_LOG = re.compile(r"attempt_(\d+)/(\d+)/(stdout|stderr)\.log$")
+_PROBE_FILE = re.compile(r"rank-(\d+)\.jsonl$")
+
+
+def probe_path(session_dir: Path, rank: int) -> Path:
+    return session_dir / PROBE_DIR / f"rank-{rank}.jsonl"
+
+
+def probe_files(session_dir: Path) -> dict[int, Path]:
+    found: dict[int, Path] = {}
+    for path in (session_dir / PROBE_DIR).glob("rank-*.jsonl"):
+        m = _PROBE_FILE.search(path.name)
+        if m:
+            found[int(m.group(1))] = path
+    return found
+
+
+def rank_log_files(session_dir: Path) -> dict[int, list[Path]]:
+    """Per-rank stdout/stderr files written by torchrun, oldest attempt first.
+
+    Rank numbers are torchrun's local ranks (single node: the global rank).
+    """
+    found: dict[int, list[tuple[str, Path]]] = {}
+    root = session_dir / TORCHRUN_LOG_DIR
+    for path in root.glob("*/attempt_*/*/*.log"):
+        m = _TORCHRUN_RANK_LOG.search(path.as_posix())
+        if m:
+            # Oldest torchrun run first (a restart is a new run folder), then attempt, stream.
+            run_mtime = path.parent.parent.parent.stat().st_mtime_ns
+            key = f"{run_mtime:020d}/{int(m.group(1)):04d}/{m.group(3)}"
+            found.setdefault(int(m.group(2)), []).append((key, path))
+    return {rank: [p for _, p in sorted(items)] for rank, items in sorted(found.items())}

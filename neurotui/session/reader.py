@@ -1,0 +1,229 @@
+"""Reading a session: tail it live or load it whole, into pandas DataFrames.
+
+Tolerant by design: a truncated last line, garbage lines and unknown kinds are counted and
+reported, never fatal. A newer format version is refused with a clear message, because
+guessing at a future schema would show wrong numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from neurotui.session import layout
+from neurotui.session.writer import FORMAT_VERSION
+
+KNOWN_KINDS = frozenset({
+    "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
+    "host", "procs", "neuron", "gpu", "source_status", "warning", "instance",
+})
+STEP_COLUMNS = ("t", "rank", "step", "samples", "loss", "dt", "src", "attempt")
+_MAX_BAD_LOCATIONS = 5
+
+
+class SessionFormatError(ValueError):
+    """The session cannot be read at all (missing or corrupt meta.json, newer format)."""
+
+
+def load_meta(session_dir: Path) -> dict[str, Any]:
+    path = session_dir / layout.META
+    try:
+        with open(path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise SessionFormatError(f"{path}: missing: not a neurotui session") from None
+    except (OSError, ValueError) as exc:
+        raise SessionFormatError(f"{path}: unreadable: {exc}") from None
+    if not isinstance(meta, dict):
+        raise SessionFormatError(f"{path}: not a JSON object")
+    version = meta.get("format")
+    if not isinstance(version, int):
+        raise SessionFormatError(f"{path}: no format version")
+    if version > FORMAT_VERSION:
+        raise SessionFormatError(
+            f"{path}: session format {version} is newer than this neurotui reads "
+            f"(format {FORMAT_VERSION}); upgrade neurotui to read it")
+    return meta
+
+
+@dataclass
+class _Tail:
+    """Read position in one append-only file; a partial last line waits for its newline."""
+
+    path: Path
+    offset: int = 0
+    line_no: int = 0
+    pending: bytes = b""
+
+
+@dataclass
+class ReadProblems:
+    bad_lines: int = 0
+    truncated_lines: int = 0
+    unknown_kinds: Counter[str] = field(default_factory=Counter)
+    locations: list[str] = field(default_factory=list)
+
+    def summary(self) -> str | None:
+        parts = []
+        if self.bad_lines:
+            parts.append(f"{self.bad_lines} unreadable line(s) skipped "
+                         f"(first at {', '.join(self.locations)})")
+        if self.truncated_lines:
+            parts.append(f"{self.truncated_lines} truncated last line(s) skipped")
+        if self.unknown_kinds:
+            kinds = ", ".join(f"{k} x{n}" for k, n in self.unknown_kinds.most_common(5))
+            parts.append(f"unknown event kinds ignored: {kinds}")
+        return "; ".join(parts) or None
+
+
+class SessionReader:
+    """Incremental reader: call `poll()` to take in what was appended since the last call."""
+
+    def __init__(self, session_dir: Path | str) -> None:
+        self.dir = Path(session_dir)
+        self.meta = load_meta(self.dir)
+        self.problems = ReadProblems()
+        self._tails: dict[Path, _Tail] = {}
+        self._steps: dict[str, list[Any]] = {c: [] for c in STEP_COLUMNS}
+        self._phases: list[dict[str, float] | None] = []
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        self._steps_df: pd.DataFrame | None = None
+
+    # -- reading -------------------------------------------------------------------------
+    def poll(self, *, final: bool = False) -> int:
+        """Read new complete lines from every stream; returns how many records were added.
+
+        `final=True` treats a last line with no newline as truncated (the writer is gone).
+        """
+        added = 0
+        for path in self._stream_paths():
+            tail = self._tails.get(path)
+            if tail is None:
+                tail = self._tails[path] = _Tail(path)
+            added += self._read_tail(tail, final)
+        if added:
+            self._steps_df = None
+        # On failure keep the last good meta: it is rewritten atomically, so this is transient.
+        with contextlib.suppress(SessionFormatError):
+            self.meta = load_meta(self.dir)
+        return added
+
+    def load(self) -> SessionReader:
+        """Read everything there is now (replay, compare, export)."""
+        self.poll(final=not self.running)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.meta.get("exit") is None
+
+    def _stream_paths(self) -> Iterable[Path]:
+        yield self.dir / layout.EVENTS
+        yield from (p for _, p in sorted(layout.probe_files(self.dir).items()))
+
+    def _read_tail(self, tail: _Tail, final: bool) -> int:
+        try:
+            with open(tail.path, "rb") as f:
+                f.seek(tail.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            self._bad(tail, f"{exc}")
+            return 0
+        tail.offset += len(chunk)
+        data = tail.pending + chunk
+        lines = data.split(b"\n")
+        tail.pending = lines.pop()
+        if final and tail.pending.strip():
+            self.problems.truncated_lines += 1
+            tail.pending = b""
+        added = 0
+        for raw in lines:
+            tail.line_no += 1
+            if raw.strip():
+                added += self._take(raw, tail)
+        return added
+
+    def _bad(self, tail: _Tail, why: str) -> None:
+        self.problems.bad_lines += 1
+        if len(self.problems.locations) < _MAX_BAD_LOCATIONS:
+            self.problems.locations.append(f"{tail.path.name}:{tail.line_no} ({why})")
+
+    def _take(self, raw: bytes, tail: _Tail) -> int:
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            self._bad(tail, "not JSON")
+            return 0
+        if not isinstance(record, dict):
+            self._bad(tail, "not an object")
+            return 0
+        kind, t = record.get("kind"), record.get("t")
+        if not isinstance(kind, str) or not isinstance(t, (int, float)):
+            self._bad(tail, "no kind/t")
+            return 0
+        if kind not in KNOWN_KINDS:
+            self.problems.unknown_kinds[kind] += 1
+            return 0
+        if kind == "step":
+            return self._take_step(record, tail)
+        self.events.setdefault(kind, []).append(record)
+        return 1
+
+    def _take_step(self, r: dict[str, Any], tail: _Tail) -> int:
+        try:
+            row = (float(r["t"]), int(r.get("rank") or 0), int(r["step"]),
+                   _num(r.get("samples")), _num(r.get("loss")), _num(r.get("dt")),
+                   str(r.get("src", "log")), int(r.get("attempt") or 0))
+        except (KeyError, TypeError, ValueError):
+            self._bad(tail, "bad step")
+            return 0
+        for col, value in zip(STEP_COLUMNS, row, strict=True):
+            self._steps[col].append(value)
+        phases = r.get("phases")
+        self._phases.append(phases if isinstance(phases, dict) else None)
+        return 1
+
+    # -- views ---------------------------------------------------------------------------
+    def steps(self) -> pd.DataFrame:
+        """One row per rank per step, probe records winning over log-parsed ones per rank."""
+        if self._steps_df is None:
+            df = pd.DataFrame(self._steps, columns=list(STEP_COLUMNS))
+            df = df.astype({"t": "float64", "rank": "int64", "step": "int64",
+                            "samples": "float64", "loss": "float64", "dt": "float64",
+                            "attempt": "int64"})
+            if len(df):
+                probed = set(df.loc[df["src"] == "probe", "rank"].unique())
+                if probed:
+                    df = df[(df["src"] == "probe") | ~df["rank"].isin(probed)]
+                df = df.sort_values("t", kind="stable").reset_index(drop=True)
+            self._steps_df = df
+        return self._steps_df
+
+    def phases(self) -> pd.DataFrame:
+        """Per-step phase timings (data, forward, ...) where the script reported them."""
+        rows = [{"t": t, "rank": rank, **p} for t, rank, p
+                in zip(self._steps["t"], self._steps["rank"], self._phases, strict=True) if p]
+        return pd.DataFrame(rows)
+
+    def frame(self, kind: str) -> pd.DataFrame:
+        return pd.DataFrame(self.events.get(kind, []))
+
+    def last(self, kind: str) -> dict[str, Any] | None:
+        items = self.events.get(kind)
+        return items[-1] if items else None
+
+
+def _num(value: Any) -> float:
+    if value is None:
+        return math.nan
+    return float(value)

@@ -1,0 +1,5 @@
+import sys
+
+from neurotui.supervisor.core import main
+
+sys.exit(main())

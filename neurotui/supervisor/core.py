@@ -1,0 +1,286 @@
+"""The supervisor: owns the training job, records it, and obeys the control channel.
+
+It runs detached from any terminal (its own session), and the job runs in a session of its own
+with its output going to files, never to a pipe: so neither a lost SSH connection, nor the
+dashboard's death, nor the supervisor's own death can stop training.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neurotui.session import layout
+from neurotui.session.writer import EventWriter, read_meta, update_meta
+from neurotui.sources.host import host_sample, process_rows
+from neurotui.sources.steplog import StepLineParser
+from neurotui.supervisor import control
+from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.process_tree import JobTree
+
+TICK_S = 0.25
+LOG_POLL_S = 0.5
+TELEMETRY_S = 1.0
+SWEEP_GRACE_S = 3.0
+
+
+@dataclass
+class StopPlan:
+    """Graceful stop: SIGINT, then SIGTERM, then SIGKILL, each after its timeout."""
+
+    int_timeout_s: float = 20.0
+    term_timeout_s: float = 10.0
+
+
+@dataclass
+class _Stopping:
+    stage: signal.Signals
+    deadline: float
+    restart_after: bool
+
+
+class Supervisor:
+    def __init__(self, session_dir: Path) -> None:
+        self.dir = session_dir.resolve()
+        self.meta = read_meta(self.dir)
+        config: dict[str, Any] = self.meta.get("config", {})
+        self.argv: list[str] = self.meta["command"]
+        self.max_restarts = int(config.get("max_restarts", 0))
+        self.backoff_s = float(config.get("restart_backoff_s", 5.0))
+        self.stop_plan = StopPlan(float(config.get("stop_timeout_s", 20.0)),
+                                  float(config.get("kill_timeout_s", 10.0)))
+        self.job_env: dict[str, str] = dict(config.get("env") or {})
+        self.writer = EventWriter(self.dir / layout.EVENTS)
+        self.parser = (StepLineParser.from_patterns(config["step_patterns"])
+                       if config.get("step_patterns") else StepLineParser.default())
+        self.follower = LogFollower(self.dir, self.writer, self.parser,
+                                    parse_launcher=not config.get("torchrun_logs", False))
+        self.selector = selectors.DefaultSelector()
+        self.server = control.listen(self.dir)
+        self.selector.register(self.server, selectors.EVENT_READ)
+        self.job: subprocess.Popen[bytes] | None = None
+        self.tree: JobTree | None = None
+        self.stopping: _Stopping | None = None
+        self.stop_requested = False
+        self.leaving = False  # the supervisor was told to go; the job is left running
+        self.attempt = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self) -> int:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        update_meta(self.dir, supervisor_pid=os.getpid(),
+                    control_socket=str(control.socket_path(self.dir)))
+        code: int | None = None
+        sig_name: str | None = None
+        try:
+            while True:
+                self._launch()
+                code, sig_name, restart_asked = self._watch()
+                if self.leaving:
+                    return 0
+                if restart_asked:
+                    self.attempt += 1
+                    continue
+                if self.stop_requested or code == 0 or self.attempt >= self.max_restarts:
+                    break
+                delay = min(self.backoff_s * 2 ** self.attempt, 300.0)
+                self.writer.write("restart", attempt=self.attempt + 1, delay_s=delay,
+                                  reason=f"exit code {code}" if sig_name is None
+                                  else f"signal {sig_name}")
+                if not self._wait_backoff(delay):
+                    break
+                self.attempt += 1
+            self._finish(code, sig_name)
+            return 0
+        finally:
+            self._close()
+
+    def _launch(self) -> None:
+        env = {**os.environ, **self.job_env,
+               "NEUROTUI_SESSION": str(self.dir), "NEUROTUI_ATTEMPT": str(self.attempt),
+               "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}
+        log_path = self.dir / layout.LAUNCHER_LOG
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            self.job = subprocess.Popen(  # argv list; a shell only if the user asked (launch.py)
+                self.argv, cwd=self.meta.get("cwd") or None, env=env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.tree = JobTree(self.job.pid)
+        self.follower.attempt = self.attempt
+        self.stopping = None
+        create_time = next(iter(self.tree.known), (0, 0.0))[1]
+        update_meta(self.dir, job_pid=self.job.pid, job_pgid=self.job.pid,
+                    job_create_time=create_time, attempt=self.attempt)
+        self.writer.write("proc_start", attempt=self.attempt, pid=self.job.pid,
+                          pgid=self.job.pid, argv=self.argv)
+
+    def _watch(self) -> tuple[int | None, str | None, bool]:
+        """Run until the job's leader exits; returns (code, signal name, restart asked)."""
+        assert self.job is not None and self.tree is not None
+        restart_asked = False
+        next_logs = next_telemetry = 0.0
+        while True:
+            now = time.time()
+            if now >= next_logs:
+                self.follower.poll(now)
+                next_logs = now + LOG_POLL_S
+            if now >= next_telemetry:
+                self._sample_telemetry(now)
+                next_telemetry = now + TELEMETRY_S
+            returncode = self.job.poll()
+            if returncode is not None:
+                break
+            if self.leaving:
+                return None, None, False
+            self._escalate_stop(now)
+            for key, _ in self.selector.select(timeout=TICK_S):
+                if key.fileobj is self.server:
+                    restart_asked |= self._serve_one()
+        self._sweep()
+        self.follower.poll(time.time())
+        code = returncode if returncode >= 0 else None
+        sig_name = signal.Signals(-returncode).name if returncode < 0 else None
+        self.writer.write("proc_exit", attempt=self.attempt, pid=self.job.pid, code=code,
+                          signal=sig_name, tail=self.follower.tail_lines())
+        restart_asked = restart_asked or bool(self.stopping and self.stopping.restart_after)
+        return code, sig_name, restart_asked and not self.leaving
+
+    def _wait_backoff(self, delay: float) -> bool:
+        """Sleep before a restart while still answering the control channel."""
+        deadline = time.time() + delay
+        while time.time() < deadline:
+            for key, _ in self.selector.select(timeout=min(TICK_S, deadline - time.time())):
+                if key.fileobj is self.server:
+                    self._serve_one()
+            if self.stop_requested or self.leaving:
+                return False
+        return True
+
+    def _finish(self, code: int | None, sig_name: str | None) -> None:
+        if self.stop_requested:
+            reason = "stopped"
+        elif code == 0:
+            reason = "completed"
+        elif sig_name:
+            reason = f"killed by {sig_name}"
+        else:
+            reason = "failed"
+        update_meta(self.dir, ended_at=time.time(), exit={
+            "code": code, "signal": sig_name, "reason": reason, "attempts": self.attempt + 1,
+            "lost_events": self.writer.failed_writes})
+
+    def _close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(OSError):
+            self.server.close()
+            control.socket_path(self.dir).unlink(missing_ok=True)
+
+    def _on_sigterm(self, signum: int, frame: object) -> None:
+        # Killing the supervisor must never kill training: it leaves, the job runs on.
+        self.leaving = True
+        self.writer.write("warning", source="supervisor",
+                          message="supervisor terminated; training continues unsupervised")
+
+    # -- telemetry ---------------------------------------------------------------------------
+    def _sample_telemetry(self, now: float) -> None:
+        try:
+            self.writer.write("host", t=now, **host_sample())
+            if self.tree is not None:
+                procs = self.tree.refresh()
+                self.writer.write("procs", t=now, procs=process_rows(procs, self.tree.leader_pid))
+        except Exception as exc:  # a telemetry failure is recorded, never fatal
+            self.writer.write("warning", source="host", message=f"host telemetry failed: {exc}")
+
+    # -- control -----------------------------------------------------------------------------
+    def _serve_one(self) -> bool:
+        """Answer one request; returns True when a restart was asked for."""
+        try:
+            conn, _ = self.server.accept()
+        except OSError:
+            return False
+        with conn:
+            try:
+                request = control.read_request(conn)
+            except (OSError, ValueError):
+                return False
+            cmd = request.get("cmd")
+            reply: dict[str, Any] = {"ok": True}
+            restart = False
+            if cmd == "stop":
+                self.request_stop(by=str(request.get("by", "cli")))
+            elif cmd == "restart":
+                self.request_stop(by=str(request.get("by", "cli")), restart=True)
+                restart = True
+            elif cmd == "status":
+                reply.update(attempt=self.attempt, pid=self.job.pid if self.job else None,
+                             stopping=self.stopping.stage.name if self.stopping else None)
+            else:
+                reply = {"ok": False, "error": f"unknown command {cmd!r}"}
+            with contextlib.suppress(OSError):
+                conn.sendall(_json_line(reply))
+            return restart
+
+    def request_stop(self, by: str, restart: bool = False) -> None:
+        if not restart:
+            self.stop_requested = True
+        self.writer.write("stop_request", by=by, restart=restart)
+        if self.stopping is None and self.tree is not None:
+            self._send_stage(signal.SIGINT, time.time() + self.stop_plan.int_timeout_s, restart)
+
+    def _send_stage(self, sig: signal.Signals, deadline: float, restart: bool) -> None:
+        assert self.tree is not None
+        self.stopping = _Stopping(sig, deadline, restart)
+        self.writer.write("stop_escalate", signal=sig.name)
+        self.tree.refresh()
+        if sig == signal.SIGINT:
+            self.tree.signal_group(sig)  # the launcher forwards it to its ranks
+        else:
+            self.tree.signal_group(sig)
+            self.tree.signal_all(sig)
+
+    def _escalate_stop(self, now: float) -> None:
+        if self.stopping is None or now < self.stopping.deadline:
+            return
+        if self.stopping.stage == signal.SIGINT:
+            self._send_stage(signal.SIGTERM, now + self.stop_plan.term_timeout_s,
+                             self.stopping.restart_after)
+        elif self.stopping.stage == signal.SIGTERM:
+            self._send_stage(signal.SIGKILL, now + 3600, self.stopping.restart_after)
+
+    def _sweep(self) -> None:
+        """After the leader exits, no process of the job may stay behind."""
+        assert self.tree is not None
+        if not self.tree.alive():
+            return
+        self.tree.signal_all(signal.SIGTERM)
+        deadline = time.time() + SWEEP_GRACE_S
+        while self.tree.alive() and time.time() < deadline:
+            time.sleep(0.1)
+        if self.tree.alive():
+            count = self.tree.signal_all(signal.SIGKILL)
+            self.writer.write("warning", source="supervisor",
+                              message=f"killed {count} leftover process(es) of the job")
+
+
+def _json_line(data: dict[str, Any]) -> bytes:
+    import json
+
+    return json.dumps(data).encode() + b"\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m neurotui.supervisor SESSION_DIR", file=sys.stderr)
+        return 2
+    return Supervisor(Path(args[0])).run()

@@ -1,0 +1,96 @@
+"""Following the job's log files and turning step and compiler lines into session events."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neurotui.session import layout
+from neurotui.session.writer import EventWriter
+from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
+
+_MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
+_TAIL_LINES = 20
+
+
+@dataclass
+class _Followed:
+    path: Path
+    rank: int | None  # None: the launcher's combined output, ranks from line prefixes
+    offset: int = 0
+    pending: bytes = b""
+
+
+@dataclass
+class LogFollower:
+    session_dir: Path
+    writer: EventWriter
+    parser: StepLineParser
+    parse_launcher: bool
+    attempt: int = 0
+    tails: dict[int | None, deque[str]] = field(default_factory=dict)
+    _files: dict[Path, _Followed] = field(default_factory=dict)
+    _step_counters: dict[int, int] = field(default_factory=dict)
+
+    def poll(self, now: float) -> None:
+        self._discover()
+        for followed in self._files.values():
+            self._read(followed, now)
+
+    def _discover(self) -> None:
+        launcher = self.session_dir / layout.LAUNCHER_LOG
+        if launcher not in self._files and launcher.exists():
+            self._files[launcher] = _Followed(launcher, None)
+        for rank, paths in layout.rank_log_files(self.session_dir).items():
+            for path in paths:
+                if path not in self._files:
+                    self._files[path] = _Followed(path, rank)
+
+    def _read(self, followed: _Followed, now: float) -> None:
+        try:
+            with open(followed.path, "rb") as f:
+                f.seek(followed.offset)
+                chunk = f.read(_MAX_READ)
+        except OSError:
+            return
+        if not chunk:
+            return
+        followed.offset += len(chunk)
+        lines = (followed.pending + chunk).split(b"\n")
+        followed.pending = lines.pop()
+        for raw in lines:
+            self._take(raw.decode("utf-8", errors="replace").rstrip("\r"), followed, now)
+
+    def _take(self, line: str, followed: _Followed, now: float) -> None:
+        rank = followed.rank
+        if rank is None and self.parse_launcher:
+            rank, line = strip_rank_prefix(line)  # a plain command: ranks only by prefix
+        self.tails.setdefault(rank, deque(maxlen=_TAIL_LINES)).append(line)
+        if followed.rank is None and not self.parse_launcher:
+            return  # torchrun's console repeats the rank files, which are parsed instead
+        record = self.parser.parse(line)
+        if isinstance(record, StepLine):
+            rank = record.rank if record.rank is not None else (rank or 0)
+            step = record.step
+            if step is None:
+                step = self._step_counters.get(rank, 0) + 1
+            self._step_counters[rank] = step
+            dt = record.dt
+            if dt is None and record.throughput and record.samples:
+                dt = record.samples / record.throughput
+            self.writer.write("step", t=now, rank=rank, step=step, samples=record.samples,
+                              loss=_finite_or_nan(record.loss), dt=dt, phases=None, src="log",
+                              attempt=self.attempt)
+        elif isinstance(record, CompileLine):
+            self.writer.write("compile", t=now, rank=rank, what=record.what, line=line[:2000])
+
+    def tail_lines(self) -> dict[str, list[str]]:
+        return {("launcher" if k is None else str(k)): list(v) for k, v in self.tails.items()}
+
+
+def _finite_or_nan(value: float | None) -> float | None:
+    if value is None:
+        return None
+    return value if not math.isinf(value) else math.nan

@@ -1,0 +1,63 @@
+"""The job's processes: remembered by (pid, create time) so that none is left behind.
+
+torchrun starts every rank in a session of its own, so signalling the launcher's process group
+does not reach the ranks; the supervisor therefore remembers every descendant it has seen and
+signals them one by one when a stop has to be forced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+import psutil
+
+ProcKey = tuple[int, float]
+
+
+class JobTree:
+    def __init__(self, leader_pid: int) -> None:
+        self.leader_pid = leader_pid
+        self.known: dict[ProcKey, psutil.Process] = {}
+        self.refresh()
+
+    def refresh(self) -> list[psutil.Process]:
+        """Re-scan the tree; processes seen once stay remembered until they are gone."""
+        try:
+            leader = psutil.Process(self.leader_pid)
+            procs = [leader, *leader.children(recursive=True)]
+        except psutil.Error:
+            procs = []
+        current = []
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                # The remembered object, not the fresh one: cpu_percent() measures between
+                # calls on the same object.
+                current.append(self.known.setdefault((proc.pid, proc.create_time()), proc))
+        return current
+
+    def alive(self) -> list[psutil.Process]:
+        live = []
+        for key, proc in list(self.known.items()):
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    live.append(proc)
+                    continue
+            except psutil.Error:
+                pass
+            del self.known[key]
+        return live
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.leader_pid, sig)
+
+    def signal_all(self, sig: signal.Signals) -> int:
+        """Signal every live remembered process (and its group); returns how many."""
+        self.refresh()
+        live = self.alive()
+        for proc in live:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+        return len(live)

@@ -1,0 +1,69 @@
+"""`neurotui run` launches real torchrun training, supervises it and records it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from neurotui import metrics
+from neurotui.session.reader import SessionReader
+from tests.e2e.conftest import meta, only_session, run_cli, torchrun_vit
+
+pytestmark = pytest.mark.slow
+
+
+def test_headless_cpu_run_records_both_ranks(sessions) -> None:
+    result = run_cli(sessions, "run", "--headless", "--interval", "1", "--name", "cpu",
+                     "--", *torchrun_vit("--steps", "40"))
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "samples/s" in result.stdout and "completed (exit code 0)" in result.stdout
+    session = only_session(sessions)
+    reader = SessionReader(session).load()
+    steps = reader.steps()
+    assert sorted(steps["rank"].unique()) == [0, 1]
+    assert steps.groupby("rank")["step"].max().to_dict() == {0: 40, 1: 40}
+    assert set(steps["src"]) == {"probe"}
+    steady = metrics.steady_state(steps)
+    assert steady is not None
+    rate = steady.samples_per_s
+    # 2 ranks x 8 samples per step on 2 CPU cores: tens to thousands of samples/s.
+    assert rate is not None and 10 < rate < 50_000
+    m = meta(session)
+    assert m["exit"]["code"] == 0 and m["exit"]["reason"] == "completed"
+    assert m["versions"]["torch"] and m["ended_at"] > m["started_at"]
+    exits = reader.events["proc_exit"]
+    assert len(exits) == 1 and exits[0]["code"] == 0
+    assert any("runner: done" in line for line in exits[0]["tail"]["0"])
+    roles = {p["role"] for e in reader.events["procs"] for p in e["procs"]}
+    assert {"launcher", "rank"} <= roles
+    assert reader.events["host"][0]["mem_total"] > 0
+    assert reader.problems.summary() is None
+
+
+def test_unmodified_script_steps_come_from_its_log_lines(sessions) -> None:
+    result = run_cli(sessions, "run", "--headless", "--", *torchrun_vit("--steps", "15"),
+                     env={"NEUROTUI_PROBE": "0"})
+    assert result.returncode == 0, result.stderr
+    steps = SessionReader(only_session(sessions)).load().steps()
+    assert set(steps["src"]) == {"log"}
+    assert steps.groupby("rank")["step"].max().to_dict() == {0: 15, 1: 15}
+    assert steps["samples"].eq(8).all() and not math.isnan(steps["loss"].iloc[-1])
+
+
+def test_a_crashing_rank_is_recorded_and_restarted(sessions) -> None:
+    result = run_cli(sessions, "run", "--headless", "--max-restarts", "1",
+                     "--restart-backoff", "0.2", "--",
+                     *torchrun_vit("--steps", "30", "--fail-at-step", "5", "--fail-rank", "1"))
+    assert result.returncode != 0
+    session = only_session(sessions)
+    reader = SessionReader(session).load()
+    exits = reader.events["proc_exit"]
+    assert [e["attempt"] for e in exits] == [0, 1]
+    assert all(e["code"] not in (0, None) for e in exits)
+    assert any("failing on purpose at step 5 on rank 1" in line
+               for line in exits[0]["tail"]["1"])
+    assert reader.events["restart"][0]["attempt"] == 1
+    m = meta(session)
+    assert m["exit"]["reason"] == "failed" and m["exit"]["attempts"] == 2
+    assert sorted(reader.steps()["attempt"].unique()) == [0, 1]

@@ -1,0 +1,114 @@
+"""Training outlives the terminal, the dashboard and the supervisor; stop leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from neurotui.session.reader import SessionReader
+from neurotui.session.status import session_status
+from tests.e2e.conftest import (
+    REPO,
+    alive,
+    job_processes,
+    meta,
+    neurotui_argv,
+    only_session,
+    probe_step_count,
+    run_cli,
+    torchrun_vit,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slow
+STEPS = 60
+
+
+def wait_first_steps(sessions) -> object:
+    return wait_for(lambda: [p for p in sessions.iterdir() if (p / "probe").is_dir()
+                             and probe_step_count(p) >= 4], 120, "the first steps")[0]
+
+
+def wait_completed(session, timeout: float = 240) -> None:
+    wait_for(lambda: meta(session).get("exit"), timeout, "the run to finish")
+    assert meta(session)["exit"]["reason"] == "completed"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by .ci/run")
+def test_training_survives_the_terminal_hanging_up(sessions, tmp_path) -> None:
+    socket = str(tmp_path / "tmux.sock")
+    cmd = " ".join(neurotui_argv(sessions, "run", "--headless", "--",
+                                 *torchrun_vit("--steps", str(STEPS))))
+    subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-x", "120", "-y", "30",
+                    f"cd {REPO} && {cmd}"], check=True)
+    try:
+        session = wait_first_steps(sessions)
+    finally:
+        # Closing the terminal sends SIGHUP to everything on it, as a dropped SSH link does.
+        subprocess.run(["tmux", "-S", socket, "kill-server"], check=False)
+    wait_completed(session)
+    assert probe_step_count(session) == 2 * STEPS
+
+
+def test_training_survives_the_dashboard_being_killed(sessions) -> None:
+    follower = subprocess.Popen(neurotui_argv(sessions, "run", "--headless", "--",
+                                              *torchrun_vit("--steps", str(STEPS))),
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    session = wait_first_steps(sessions)
+    follower.kill()
+    follower.wait()
+    wait_completed(session)
+    assert probe_step_count(session) == 2 * STEPS
+
+
+def test_training_survives_the_supervisor_being_killed(sessions) -> None:
+    assert run_cli(sessions, "run", "--detach", "--",
+                   *torchrun_vit("--steps", str(STEPS))).returncode == 0
+    session = wait_first_steps(sessions)
+    supervisor = psutil.Process(meta(session)["supervisor_pid"])
+    supervisor.kill()
+    supervisor.wait(10)
+    assert session_status(session).state == "unsupervised"
+    job = psutil.Process(meta(session)["job_pid"])
+    job.wait(240)
+    steps = SessionReader(session).load().steps()
+    assert steps.groupby("rank")["step"].max().to_dict() == {0: STEPS, 1: STEPS}
+    assert session_status(session).state == "lost"
+
+
+def test_sigterm_to_the_supervisor_leaves_training_running(sessions) -> None:
+    assert run_cli(sessions, "run", "--detach", "--",
+                   *torchrun_vit("--steps", str(STEPS))).returncode == 0
+    session = wait_first_steps(sessions)
+    os.kill(meta(session)["supervisor_pid"], signal.SIGTERM)
+    psutil.Process(meta(session)["job_pid"]).wait(240)
+    assert probe_step_count(session) == 2 * STEPS
+    warnings = SessionReader(session).load().events["warning"]
+    assert any("continues unsupervised" in w["message"] for w in warnings)
+
+
+@pytest.mark.parametrize("supervised", [True, False], ids=["supervised", "supervisor-dead"])
+def test_stop_is_graceful_and_leaves_no_process(sessions, supervised: bool) -> None:
+    assert run_cli(sessions, "run", "--detach", "--stop-timeout", "5", "--",
+                   *torchrun_vit("--steps", "100000", "--workers", "1")).returncode == 0
+    session = wait_first_steps(sessions)
+    procs = wait_for(lambda: len(job_processes(session)) >= 5 and job_processes(session), 60,
+                     "launcher, 2 ranks and their DataLoader workers")
+    if not supervised:
+        psutil.Process(meta(session)["supervisor_pid"]).kill()
+    started = time.time()
+    result = run_cli(sessions, "stop", session.name[-8:], timeout=120)
+    assert result.returncode == 0, result.stderr
+    wait_for(lambda: not alive(procs), 30, "every job process to be gone")
+    assert time.time() - started < 60
+    m = meta(only_session(sessions))
+    assert m["exit"]["reason"] == "stopped"
+    events = SessionReader(session).load().events
+    assert events["stop_request"][0]["by"] == "cli"
+    assert events["stop_escalate"][0]["signal"] == "SIGINT"

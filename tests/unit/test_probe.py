@@ -1,0 +1,72 @@
+"""The probe: a no-op outside neurotui, one JSON line per step inside, never raises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from neurotui import probe
+
+
+@pytest.fixture(autouse=True)
+def fresh_probe(monkeypatch: pytest.MonkeyPatch):
+    for var in ("NEUROTUI_SESSION", "NEUROTUI_PROBE", "RANK", "NEUROTUI_ATTEMPT"):
+        monkeypatch.delenv(var, raising=False)
+    probe._reset_for_tests()
+    yield
+    probe._reset_for_tests()
+
+
+def test_outside_neurotui_it_does_nothing(tmp_path: Path) -> None:
+    probe.step(16, 0.5)
+    assert not probe.enabled()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_records_rank_step_loss_phases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEUROTUI_SESSION", str(tmp_path))
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("NEUROTUI_ATTEMPT", "2")
+    probe.step(16, 0.25, phases={"data": 0.5})
+    probe.step(16, float("nan"))
+    probe.step(8, loss=None, step=10, dt=2.5)
+    lines = (tmp_path / "probe" / "rank-3.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["step"] for r in records] == [1, 2, 10]
+    assert records[0]["rank"] == 3 and records[0]["attempt"] == 2
+    assert records[0]["phases"] == {"data": 0.5} and records[0]["dt"] is None
+    assert records[1]["loss"] != records[1]["loss"]  # NaN kept: a diverging loss is news
+    assert records[1]["dt"] >= 0
+    assert records[2]["loss"] is None and records[2]["samples"] == 8
+    assert records[2]["dt"] == 2.5
+
+
+def test_a_tensor_like_loss_is_not_converted(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    class Syncing:
+        def __float__(self) -> float:
+            raise AssertionError("float() would force a device sync")
+
+    monkeypatch.setenv("NEUROTUI_SESSION", str(tmp_path))
+    probe.step(16, Syncing())  # type: ignore[arg-type]
+    record = json.loads((tmp_path / "probe" / "rank-0.jsonl").read_text())
+    assert record["loss"] is None
+
+
+def test_an_unwritable_session_switches_it_off_silently(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("NEUROTUI_SESSION", str(blocker))  # a file, so probe/ cannot be made
+    probe.step(16, 0.5)
+    probe.step(16, 0.5)
+    assert not probe.enabled()
+
+
+def test_disabled_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEUROTUI_SESSION", str(tmp_path))
+    monkeypatch.setenv("NEUROTUI_PROBE", "0")
+    probe.step(16, 0.5)
+    assert not (tmp_path / "probe").exists()

@@ -1,0 +1,646 @@
+"""Tests for neurotui.sources.steplog: real captured logs, launcher prefixes, user
+patterns, and the promise that no input makes the parser raise or stall."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurotui.sources.steplog import (
+    COMPILE_KINDS,
+    MAX_LINE_CHARS,
+    CompileLine,
+    StepLine,
+    StepLineParser,
+    classify_compile,
+    strip_rank_prefix,
+)
+
+_REPO = Path(__file__).resolve().parents[2]
+_FIXTURE_DIRS = [
+    _REPO / "shared" / "fixtures" / "telemetry",
+    _REPO.parent / "shared" / "fixtures" / "telemetry",
+]
+FIXTURES = next((d for d in _FIXTURE_DIRS if d.is_dir()), None)
+needs_fixtures = pytest.mark.skipif(FIXTURES is None, reason="shared telemetry fixtures absent")
+
+PARSER = StepLineParser.default()
+
+
+def records(name: str) -> list[StepLine | CompileLine]:
+    """Parse a fixture the way stdout arrives: split on \\n only (keep any \\r)."""
+    assert FIXTURES is not None
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    return list(PARSER.parse_lines(text.split("\n")))
+
+
+def steps(recs: list[StepLine | CompileLine]) -> list[StepLine]:
+    return [r for r in recs if isinstance(r, StepLine)]
+
+
+def whats(recs: list[StepLine | CompileLine]) -> list[str]:
+    return [r.what for r in recs if isinstance(r, CompileLine)]
+
+
+# --------------------------------------------------------------------------- fixtures
+
+BERT1 = "trainlog_torch-neuronx_bert-large-phase1_step_loss_docs.txt"
+BERT2 = "trainlog_torch-neuronx_bert-large-phase2_step_loss_docs.txt"
+BERT2_CONFIG = "trainlog_torch-neuronx_bert-large-phase2_resume-and-config_docs.txt"
+NXDT = "trainlog_nxdt_llama3-70B_progressbar_docs.txt"
+OPTIMUM = (
+    "trainlog_optimum-neuron_hf-trainer_loss-nan_cache-hit_real-capture_"
+    "optimum-neuron-issue658_EXCERPT.txt"
+)
+TWO_WORKERS = (
+    "trainlog_torch-neuronx_2workers_compile-and-cache_real-capture_"
+    "aws-k8s-tester-pr466_EXCERPT.txt"
+)
+MLP_FIRST = "trainlog_torch-neuronx_mlp_trn1_first-run-compile_docs.txt"
+MLP_CACHED = "trainlog_torch-neuronx_mlp_trn1_cached-rerun_docs.txt"
+MLP_TORCHRUN = "trainlog_torch-neuronx_mlp_trn1_torchrun_docs.txt"
+CC_FIRST = "compilelog_neuron-cache_first-compile_docs.txt"
+CC_HIT = "compilelog_neuron-cache_cache-hit_docs.txt"
+CC_FAILED = "compilelog_neuron-cache_cached-failed-neff_docs.txt"
+
+# file -> (compile events in order, number of step lines)
+EXPECTED: dict[str, tuple[list[str], int]] = {
+    BERT1: ([], 8),
+    BERT2: ([], 7),
+    BERT2_CONFIG: ([], 0),
+    NXDT: ([], 4),
+    OPTIMUM: (["cache_hit"], 6),
+    TWO_WORKERS: (["compile", "compiled", "cache_hit"], 0),
+    MLP_FIRST: (["cache_miss", "compiled", "compiled", "cache_miss", "compiled", "compiled"], 0),
+    MLP_CACHED: (["cache_hit", "cache_hit"], 0),
+    MLP_TORCHRUN: ([], 0),
+    CC_FIRST: (["compiled"], 0),
+    CC_HIT: (["cache_hit"], 0),
+    CC_FAILED: (["compile_failed"], 0),
+}
+
+
+@needs_fixtures
+def test_every_trainlog_and_compilelog_fixture_has_expectations() -> None:
+    assert FIXTURES is not None
+    present = {
+        p.name for p in FIXTURES.iterdir() if p.name.startswith(("trainlog_", "compilelog_"))
+    }
+    assert present == set(EXPECTED)
+
+
+@needs_fixtures
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_event_sequence_and_step_count(name: str) -> None:
+    recs = records(name)
+    expected_whats, expected_steps = EXPECTED[name]
+    assert whats(recs) == expected_whats
+    assert len(steps(recs)) == expected_steps
+    # Compile records carry their line; only the newline is removed.
+    for rec in recs:
+        if isinstance(rec, CompileLine):
+            assert rec.what in COMPILE_KINDS
+            assert rec.line and not rec.line.endswith("\n")
+
+
+@needs_fixtures
+def test_other_telemetry_fixtures_yield_nothing() -> None:
+    """neuron-ls / neuron-monitor / nvidia-smi / runtime logs are not step lines."""
+    assert FIXTURES is not None
+    others = [
+        p
+        for p in sorted(FIXTURES.iterdir())
+        if p.is_file() and p.name not in EXPECTED and p.name != "SOURCES.md"
+    ]
+    assert others
+    for path in others:
+        assert records(path.name) == [], path.name
+
+
+@needs_fixtures
+def test_bert_phase1_values() -> None:
+    got = steps(records(BERT1))
+    assert [s.step for s in got] == list(range(78, 86))
+    first, last = got[0], got[-1]
+    assert first == StepLine(
+        step=78, samples=None, loss=9.1875, throughput=2873.14, dt=None, rank=None
+    )
+    assert (last.step, last.loss, last.throughput) == (85, 9.0, 2873.39)
+    assert [s.loss for s in got] == [9.1875, 8.9375, 9.0, 9.0, 8.875, 9.0, 9.125, 9.0]
+
+
+@needs_fixtures
+def test_bert_phase2_values() -> None:
+    got = steps(records(BERT2))
+    assert [s.step for s in got] == list(range(26, 33))
+    assert (got[0].loss, got[0].throughput) == (4.3438, 494.55)
+    assert (got[-1].loss, got[-1].throughput) == (4.4688, 496.02)
+    assert all(s.dt is None and s.samples is None for s in got)
+
+
+@needs_fixtures
+def test_nxdt_progress_bar_values() -> None:
+    got = steps(records(NXDT))
+    assert [s.step for s in got] == [1, 2, 2, 3]
+    assert [s.loss for s in got] == [6.7, 4.47, 4.47, 3.35]  # loss=, not reduced_train_loss
+    assert [s.samples for s in got] == [2048.0, 3072.0, 3072.0, 4096.0]  # consumed_samples
+    assert [s.dt for s in got] == [321.89, 321.89, 320.22, 320.22]  # from s/it
+    assert all(s.throughput is None and s.rank is None for s in got)
+
+
+@needs_fixtures
+def test_optimum_hf_trainer_nan_losses_and_wrapped_cache_hit() -> None:
+    recs = records(OPTIMUM)
+    # The cache-hit message is wrapped over two lines in the paste; its tail
+    # ("....neff. Exiting with a successfully compiled graph.") is not a second event.
+    assert isinstance(recs[0], CompileLine) and recs[0].what == "cache_hit"
+    got = steps(recs)
+    assert len(got) == 6
+    assert all(s.step is None and s.loss is not None and math.isnan(s.loss) for s in got)
+
+
+@needs_fixtures
+def test_two_workers_compile_then_cache_hit() -> None:
+    recs = records(TWO_WORKERS)
+    assert [r.what for r in recs if isinstance(r, CompileLine)] == [
+        "compile",
+        "compiled",
+        "cache_hit",
+    ]
+    assert "Call compiler with cmd: neuronx-cc compile" in recs[0].line  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------- rank prefixes
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("[default0]:hello", (0, "hello")),
+        ("[default1]:loss 2", (1, "loss 2")),
+        ("[default15]:", (15, "")),
+        ("[rank0]:x y", (0, "x y")),
+        ("[rank31]:[rank0]:nested", (31, "[rank0]:nested")),
+        ("[1,0]<stdout>:a", (0, "a")),
+        ("[1,3]<stderr>: b", (3, " b")),
+        ("[12,7]<stdout>:", (7, "")),
+        ("plain line", (None, "plain line")),
+        ("", (None, "")),
+        ("[default]:x", (None, "[default]:x")),
+        ("[default0] x", (None, "[default0] x")),
+        ("[worker0]:x", (None, "[worker0]:x")),
+        (" [default0]:x", (None, " [default0]:x")),
+        ("[1,0]<stdin>:x", (None, "[1,0]<stdin>:x")),
+    ],
+)
+def test_strip_rank_prefix(line: str, expected: tuple[int | None, str]) -> None:
+    assert strip_rank_prefix(line) == expected
+
+
+def test_prefix_rank_goes_into_step_line() -> None:
+    rec = PARSER.parse("[default1]:neurotui-runner step=3 samples=16 loss=2.5 dt=0.5\n")
+    assert rec == StepLine(step=3, samples=16.0, loss=2.5, throughput=None, dt=0.5, rank=1)
+    rec = PARSER.parse("[1,2]<stdout>:step 10 | loss 2.5")
+    assert isinstance(rec, StepLine) and (rec.step, rec.rank) == (10, 2)
+
+
+def test_rank_printed_on_the_line_wins_over_prefix() -> None:
+    rec = PARSER.parse("[default0]:neurotui-runner step=3 rank=5 samples=16 loss=2.5 dt=0.5")
+    assert isinstance(rec, StepLine) and rec.rank == 5
+
+
+def test_compile_line_behind_prefix() -> None:
+    line = "[default0]:INFO ||NCC_WRAPPER||: No candidate found under /var/tmp/x."
+    assert PARSER.parse(line + "\n") == CompileLine(what="cache_miss", line=line)
+
+
+# --------------------------------------------------------------------------- runner line
+
+
+def test_runner_line_exact_format() -> None:
+    rec = PARSER.parse("neurotui-runner step=12 rank=0 samples=16 loss=6.9077 dt=0.1234\n")
+    assert rec == StepLine(step=12, samples=16.0, loss=6.9077, throughput=None, dt=0.1234, rank=0)
+
+
+def test_runner_line_nan_loss_and_crlf() -> None:
+    rec = PARSER.parse("neurotui-runner step=7 rank=3 samples=32 loss=nan dt=1.5\r\n")
+    assert isinstance(rec, StepLine)
+    assert rec.loss is not None and math.isnan(rec.loss)
+    assert (rec.step, rec.rank, rec.samples, rec.dt) == (7, 3, 32.0, 1.5)
+
+
+def test_runner_line_tolerates_order_extra_keys_and_bad_values() -> None:
+    rec = PARSER.parse("neurotui-runner loss=1.0 foo=bar step=2 dt=oops samples=8 throughput=40")
+    assert rec == StepLine(step=2, samples=8.0, loss=1.0, throughput=40.0, dt=None, rank=None)
+    assert PARSER.parse("neurotui-runner starting, 8 workers") is None
+
+
+# --------------------------------------------------------------------------- HF Trainer dicts
+
+
+def test_hf_dict_variants() -> None:
+    rec = PARSER.parse("{'loss': 1.2345, 'grad_norm': inf, 'learning_rate': 1e-05, 'epoch': 0.5}")
+    assert rec == StepLine(
+        step=None, samples=None, loss=1.2345, throughput=None, dt=None, rank=None
+    )
+    rec = PARSER.parse("  {'loss': -inf, 'step': 7}   ")
+    assert isinstance(rec, StepLine) and (rec.step, rec.loss) == (7, -math.inf)
+    rec = PARSER.parse("{'loss': 2, 'epoch': 1.0}")
+    assert isinstance(rec, StepLine) and rec.loss == 2.0
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{'eval_loss': 2.3, 'epoch': 1.0}",
+        "{'train_runtime': 12.3, 'train_samples_per_second': 5.0, 'train_loss': 2.1}",
+        "{'loss': 'high', 'epoch': 1}",
+        "{'loss': True}",
+        "{'loss': __import__('os').system('echo pwned')}",
+        "{'loss': (lambda: 1)()}",
+        "{'loss': 1, 'x': " + "(" * 500 + ")" * 500 + "}",
+        "{'loss': 1" + "0" * 400 + "}",
+        "{'loss': 1.0, " + "'k': 1, " * 1000 + "}",
+        "{'loss': 1.0",
+        "['loss', 1.0]",
+    ],
+)
+def test_hf_dict_rejects(line: str) -> None:
+    assert PARSER.parse(line) is None
+
+
+# --------------------------------------------------------------------------- progress bars
+
+
+def test_tqdm_it_per_s_is_inverted_and_step_needs_global_step() -> None:
+    rec = PARSER.parse("Epoch 0:  10%|█ | 10/100 [00:05<00:45, 2.00it/s, loss=2.31, v_num=0]")
+    assert rec == StepLine(step=None, samples=None, loss=2.31, throughput=None, dt=0.5, rank=None)
+
+
+def test_tqdm_without_loss_is_not_a_step() -> None:
+    assert PARSER.parse("  5%|▌         | 50/1000 [00:30<09:30,  1.67it/s]") is None
+    assert PARSER.parse("Map: 100%|██████████| 1000/1000 [00:01<00:00, 900.00 examples/s]") is None
+
+
+def test_tqdm_carriage_return_redraws_use_the_last_one() -> None:
+    line = (
+        "[default0]:Epoch 0: 3%|▎ | 3/91 [16:05<7:52:06, 321.89s/it, loss=6.7, global_step=1.000]"
+        "\rEpoch 0: 4%|▍ | 4/91 [21:20<7:44:18, 300.00s/it, loss=6.1, global_step=2.000]\r"
+    )
+    rec = PARSER.parse(line)
+    assert rec == StepLine(step=2, samples=None, loss=6.1, throughput=None, dt=300.0, rank=0)
+
+
+# --------------------------------------------------------------------------- Megatron
+
+
+def test_megatron_iteration_line() -> None:
+    line = (
+        " iteration       10/  500000 | consumed samples:          320 | elapsed time per "
+        "iteration (ms): 1234.5 | learning rate: 1.0E-04 | global batch size:    32 | "
+        "lm loss: 1.064536E+01 | loss scale: 1.0 | grad norm: 2.345 |"
+    )
+    rec = PARSER.parse(line)
+    assert rec == StepLine(
+        step=10, samples=320.0, loss=10.64536, throughput=None, dt=1.2345, rank=None
+    )
+
+
+# --------------------------------------------------------------------------- plain lines
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "loss", "throughput", "dt"),
+    [
+        ("step 10 | loss 2.5", 10, 2.5, None, None),
+        ("Epoch [1/10], Step [100/600], Loss: 0.2341", 100, 0.2341, None, None),
+        ("step:  1  loss: 12.2345  memory: 1.2GiB(3%)  tps: 1234", 1, 12.2345, None, None),
+        ("\x1b[31mstep:  1  \x1b[32mloss: 12.2345\x1b[0m", 1, 12.2345, None, None),
+        ("Epoch:1/10 Step : 5/100 - step_loss : 1.2345", 5, 1.2345, None, None),
+        ("iter 10: loss 4.2347, time 12345.67ms, mfu 12.34%", 10, 4.2347, None, 12.34567),
+        (
+            "step 5 loss tensor(2.3456, device='xla:0', grad_fn=<NllLossBackward0>)",
+            5,
+            2.3456,
+            None,
+            None,
+        ),
+        ("step 5, loss 2.3, 123.4 samples/s, step_time 0.25s", 5, 2.3, 123.4, 0.25),
+        ("step=5 loss=2.3 samples_per_second=77.5", 5, 2.3, 77.5, None),
+        ("global_step 42 train_loss=1e-3 (2.00it/s)", 42, 0.001, None, 0.5),
+        ("STEP 3 LOSS 1.5", 3, 1.5, None, None),
+    ],
+)
+def test_plain_step_loss_lines(
+    line: str, step: int, loss: float, throughput: float | None, dt: float | None
+) -> None:
+    rec = PARSER.parse(line)
+    assert isinstance(rec, StepLine), line
+    assert (rec.step, rec.loss, rec.throughput, rec.samples, rec.rank) == (
+        step,
+        loss,
+        throughput,
+        None,
+        None,
+    )
+    assert rec.dt == pytest.approx(dt) if dt is not None else rec.dt is None
+
+
+def test_plain_nan_loss() -> None:
+    rec = PARSER.parse("step 9 loss nan")
+    assert isinstance(rec, StepLine) and rec.step == 9
+    assert rec.loss is not None and math.isnan(rec.loss)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Worker 21 resuming from checkpoint ./output/ckpt_28125.pt at step 28125",
+        "Namespace(max_steps=100, loss_scale=1.0, resume_step=-1)",
+        "Gradient overflow at step 5, loss scale 1024",
+        "Skipping step 5 because loss is nan",
+        "step 250: train loss 1.9687, val loss 2.0808",
+        "Saving checkpoint at step 100, best loss 2.3",
+        "step 100: eval loss 2.1",
+        "Train throughput (iter/sec): 93.16748895384832",
+        "Final loss is 0.1979",
+        "at iteration 4, with local rank 0at iteration 4, with local rank 1",
+        "loss 2.3 at step 10",
+        "step 2.5 loss 1.0",
+        "step 7 loss 2.3e",
+        "missteps 3 glossary 2",
+        "",
+        "\n",
+    ],
+)
+def test_ordinary_lines_are_not_steps(line: str) -> None:
+    assert PARSER.parse(line) is None
+
+
+# --------------------------------------------------------------------------- compile events
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ("..........Compiler status PASS", "compiled"),
+        ("Compiler status FAIL", "compile_failed"),
+        ("Compiler status ERROR", "compile_failed"),
+        (
+            "INFO ||NEURON_CC_WRAPPER||: Call compiler with cmd: neuronx-cc compile --target=trn1",
+            "compile",
+        ),
+        (
+            "INFO ||NCC_WRAPPER||: No candidate found under /var/tmp/neuron-compile-cache/M.",
+            "cache_miss",
+        ),
+        (
+            "INFO ||NCC_WRAPPER||: Using a cached neff at /x/model.neff. Exiting with a "
+            "successfully compiled graph.",
+            "cache_hit",
+        ),
+        ("INFO ||NCC_WRAPPER||: Exiting with a successfully compiled graph", "compiled"),
+        ("[ERROR]: Got a cached failed neff at /opt/np/cache/.../model.neff.", "compile_failed"),
+        (
+            "2025-09-11 12:23:08.000052:  9058  ERROR ||NEURON_CC_WRAPPER||: Failed compilation "
+            "with ['neuronx-cc', 'compile']",
+            "compile_failed",
+        ),
+        (
+            "ERROR ||NEURON_CC_WRAPPER||: Compilation failed for /tmp/m.hlo_module.pb after 0 "
+            "retries",
+            "compile_failed",
+        ),
+        ("RuntimeError: RunNeuronCCImpl: error condition error != 0", "compile_failed"),
+    ],
+)
+def test_compile_events(line: str, what: str) -> None:
+    assert classify_compile(line) == what
+    assert PARSER.parse(line) == CompileLine(what=what, line=line)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO ||NCC_WRAPPER||: Compile cache path: /var/tmp/neuron-compile-cache",
+        "INFO ||NCC_WRAPPER||: Cache dir for the neff: /var/tmp/neuron-compile-cache/M/x",
+        "ODULE_1+abb26765/model.neff. Exiting with a successfully compiled graph.   ",
+        "No candidate found under ./outputs/.",
+        "the compiler is great",
+    ],
+)
+def test_not_compile_events(line: str) -> None:
+    assert classify_compile(line) is None
+    assert PARSER.parse(line) is None
+
+
+# --------------------------------------------------------------------------- user patterns
+
+
+def test_user_pattern() -> None:
+    parser = StepLineParser.from_patterns(
+        [r"it=(?P<step>\d+) l=(?P<loss>\S+) (?P<dt_ms>[\d.]+)ms r(?P<rank>\d)"]
+    )
+    rec = parser.parse("[default3]:it=5 l=0.25 250ms r1")
+    assert rec == StepLine(step=5, samples=None, loss=0.25, throughput=None, dt=0.25, rank=1)
+    assert parser.parse("step 10 | loss 2.5") is None  # built-ins are off unless asked for
+    assert parser.parse("Compiler status PASS") == CompileLine("compiled", "Compiler status PASS")
+
+
+def test_user_pattern_groups_convert() -> None:
+    parser = StepLineParser.from_patterns(
+        [
+            r"ips=(?P<it_per_s>\S+) n=(?P<samples>[\d,]+)",
+            r"tput=(?P<throughput>\S+) dt=(?P<dt>\S+)",
+        ]
+    )
+    assert parser.parse("ips=4 n=1,024") == StepLine(None, 1024.0, None, None, 0.25, None)
+    assert parser.parse("tput=99.5 dt=0.1") == StepLine(None, None, None, 99.5, 0.1, None)
+    assert parser.parse("ips=zero n=x") is None  # nothing readable: not a record
+
+
+def test_user_patterns_come_before_defaults() -> None:
+    parser = StepLineParser.from_patterns(
+        [r"step (?P<step>\d+) \| loss (?P<loss>\S+)"], include_defaults=True
+    )
+    assert parser.rule_names[0] == r"step (?P<step>\d+) \| loss (?P<loss>\S+)"
+    assert "torch-neuronx-bert" in parser.rule_names
+    assert parser.parse("step 3 | loss 7") == StepLine(3, None, 7.0, None, None, None)
+    assert isinstance(parser.parse("{'loss': 1.5, 'epoch': 0.1}"), StepLine)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        (r"step (?P<step>\d+", "does not compile"),
+        (r"step (\d+) loss (\S+)", "no named group"),
+        (r"rank (?P<rank>\d+)", "no named group"),
+        (r"step (?P<stepp>\d+)", "unknown named group"),
+        (r"(?P<step>\d*)", "matches an empty line"),
+    ],
+)
+def test_bad_user_patterns(pattern: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        StepLineParser.from_patterns([r"ok (?P<loss>\S+)", pattern])
+    assert repr(pattern) in str(info.value)
+
+
+def test_patterns_must_be_a_list_of_strings() -> None:
+    with pytest.raises(TypeError):
+        StepLineParser.from_patterns(r"step (?P<step>\d+)")
+    with pytest.raises(TypeError):
+        StepLineParser.from_patterns([42])  # type: ignore[list-item]
+
+
+def test_empty_pattern_list_still_sees_compile_events() -> None:
+    parser = StepLineParser.from_patterns([])
+    assert parser.parse("step 1 loss 2") is None
+    assert parser.parse("Compiler status PASS") is not None
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+def test_records_are_frozen() -> None:
+    rec = StepLine(1, None, None, None, None, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.step = 2  # type: ignore[misc]
+
+
+def test_huge_lines_are_ignored() -> None:
+    line = "neurotui-runner step=1 loss=1 " + "x" * MAX_LINE_CHARS
+    assert PARSER.parse(line) is None
+    assert PARSER.parse(line.encode()) is None
+
+
+def test_bytes_and_non_strings() -> None:
+    assert PARSER.parse(b"step 1 loss 2\xff\n") == StepLine(1, None, 2.0, None, None, None)
+    assert PARSER.parse(None) is None  # type: ignore[arg-type]
+    assert PARSER.parse(12) is None  # type: ignore[arg-type]
+
+
+def test_text_is_not_unescaped() -> None:
+    # A literal backslash sequence stays text: "\x31" is not the digit 1.
+    assert PARSER.parse(r"step \x31 loss 2") is None
+    rec = PARSER.parse(r"{'loss': 1.0, 'note': '\x00\n'}")
+    assert isinstance(rec, StepLine) and rec.loss == 1.0
+
+
+HOSTILE = [
+    "step 1 " * 9000 + "loss",
+    "loss " + "step 1 " * 9000,
+    "|1/1 [" * 10000 + " it/s loss=",
+    "| 1/1 [00:00<00:00, " * 3000 + "loss=1",
+    "step 1 loss " + "1" * 60000,
+    "consumed samples:" + "iteration 1 / 1 " * 4000,
+    "\x1b[" * 20000 + "loss step 1",
+    "\r" * 60000 + "step 1 loss 2",
+    "step 1 loss 2 " + "time 1 " * 8000,
+    "step 1 loss 2 " + "1 samples " * 6000,
+    "{'loss': " + "[" * 2000 + "]" * 2000 + "}",
+    "Compiler status" + " " * 60000,
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_lines_finish_quickly(line: str) -> None:
+    start = time.perf_counter()
+    PARSER.parse(line)
+    assert time.perf_counter() - start < 0.5
+
+
+def test_ordinary_lines_are_cheap() -> None:
+    """Sanity bound, far above the ~1-2 us measured, so a loaded machine does not flake."""
+    lines = [
+        "2024-08-06 21:20:41.000156:  1184  INFO ||NEURON_CACHE||: Compile cache path: /var/tmp",
+        "[default0]:Epoch 3 starting, lr warmup done, batch size 32",
+        "tensor([[2., 2., 2.],",
+        '  "hidden_size": 1024,',
+        "",
+    ] * 2000
+    start = time.perf_counter()
+    for line in lines:
+        PARSER.parse(line)
+    per_line = (time.perf_counter() - start) / len(lines)
+    assert per_line < 50e-6
+
+
+FRAGMENTS = [
+    "neurotui-runner ",
+    "step",
+    "step=",
+    " loss ",
+    "loss=",
+    "'loss'",
+    "{'loss': ",
+    "}",
+    "nan",
+    "-inf",
+    "1.5",
+    "12",
+    "e+",
+    "global_step=",
+    "consumed_samples=",
+    "consumed samples:",
+    "iteration ",
+    "lm loss:",
+    "|",
+    " 3/91 [",
+    "s/it",
+    "it/s",
+    "]",
+    "(0, 7) step_loss : ",
+    "throughput : ",
+    "[default0]:",
+    "[rank1]:",
+    "[1,2]<stdout>:",
+    "\r",
+    "\x1b[3",
+    "Compiler status ",
+    "neff",
+    "||NCC_WRAPPER||",
+    " ERROR ",
+    "tensor(",
+    "samples/s",
+    "ms",
+    ",",
+    " ",
+]
+PATTERN_PARSER = StepLineParser.from_patterns(
+    [r"(?P<step>\d+)/(?P<samples>\S+) (?P<loss>\S+)"], include_defaults=True
+)
+
+
+def _check_never_raises(line: str | bytes) -> None:
+    for parser in (PARSER, PATTERN_PARSER):
+        rec = parser.parse(line)  # type: ignore[arg-type]
+        assert rec is None or isinstance(rec, (StepLine, CompileLine))
+        if isinstance(rec, CompileLine):
+            assert rec.what in COMPILE_KINDS
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_garbage_text_never_raises(line: str) -> None:
+    _check_never_raises(line)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary())
+def test_garbage_bytes_never_raise(line: bytes) -> None:
+    _check_never_raises(line)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=30).map("".join))
+def test_near_miss_lines_never_raise(line: str) -> None:
+    _check_never_raises(line)
+    rank, rest = strip_rank_prefix(line)
+    assert rank is None or rank >= 0
+    assert line.endswith(rest)
