@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections import Counter
+from array import array
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from neurotui.session import layout
@@ -26,6 +28,10 @@ KNOWN_KINDS = frozenset({
     "host", "procs", "neuron", "gpu", "source_status", "warning", "instance",
 })
 STEP_COLUMNS = ("t", "rank", "step", "samples", "loss", "dt", "src", "attempt")
+# High-rate telemetry kept live: the dashboard shows the recent past; replay reads the files.
+TELEMETRY_KINDS = frozenset({"host", "procs", "neuron", "gpu"})
+DEFAULT_TELEMETRY_HISTORY = 3600
+_SOURCES = ("probe", "log")
 _MAX_BAD_LOCATIONS = 5
 
 
@@ -84,18 +90,52 @@ class ReadProblems:
         return "; ".join(parts) or None
 
 
-class SessionReader:
-    """Incremental reader: call `poll()` to take in what was appended since the last call."""
+class _StepColumns:
+    """Steps not yet in the DataFrame, as typed arrays: 8 bytes a value, not a Python object."""
 
-    def __init__(self, session_dir: Path | str) -> None:
+    def __init__(self) -> None:
+        self.t, self.samples, self.loss, self.dt = (array("d") for _ in range(4))
+        self.rank, self.step, self.attempt = (array("q") for _ in range(3))
+        self.src = array("b")
+        self.phases: list[tuple[float, int, dict[str, float]]] = []
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            "t": np.frombuffer(self.t, dtype="float64"),
+            "rank": np.frombuffer(self.rank, dtype="int64"),
+            "step": np.frombuffer(self.step, dtype="int64"),
+            "samples": np.frombuffer(self.samples, dtype="float64"),
+            "loss": np.frombuffer(self.loss, dtype="float64"),
+            "dt": np.frombuffer(self.dt, dtype="float64"),
+            "src": pd.Categorical.from_codes(np.frombuffer(self.src, dtype="int8"), _SOURCES),
+            "attempt": np.frombuffer(self.attempt, dtype="int64"),
+        }).copy()  # own the memory: the arrays are reused for the next batch
+
+
+class SessionReader:
+    """Incremental reader: call `poll()` to take in what was appended since the last call.
+
+    Steps are kept whole (they are the run's record); high-rate telemetry kinds keep the last
+    `telemetry_history` events each (None: all), so following a long run stays bounded.
+    """
+
+    def __init__(self, session_dir: Path | str,
+                 telemetry_history: int | None = DEFAULT_TELEMETRY_HISTORY) -> None:
         self.dir = Path(session_dir)
         self.meta = load_meta(self.dir)
         self.problems = ReadProblems()
+        self.telemetry_history = telemetry_history
         self._tails: dict[Path, _Tail] = {}
-        self._steps: dict[str, list[Any]] = {c: [] for c in STEP_COLUMNS}
-        self._phases: list[dict[str, float] | None] = []
-        self.events: dict[str, list[dict[str, Any]]] = {}
-        self._steps_df: pd.DataFrame | None = None
+        self._new = _StepColumns()
+        self._steps_df = _StepColumns().frame()
+        self._phase_rows: list[dict[str, Any]] = []
+        self._probed_ranks: set[int] = set()
+        self._logged_ranks: set[int] = set()
+        self._purge_log_ranks: set[int] = set()
+        self.events: dict[str, list[dict[str, Any]] | deque[dict[str, Any]]] = {}
 
     # -- reading -------------------------------------------------------------------------
     def poll(self, *, final: bool = False) -> int:
@@ -109,8 +149,6 @@ class SessionReader:
             if tail is None:
                 tail = self._tails[path] = _Tail(path)
             added += self._read_tail(tail, final)
-        if added:
-            self._steps_df = None
         # On failure keep the last good meta: it is rewritten atomically, so this is transient.
         with contextlib.suppress(SessionFormatError):
             self.meta = load_meta(self.dir)
@@ -176,47 +214,69 @@ class SessionReader:
             return 0
         if kind == "step":
             return self._take_step(record, tail)
-        self.events.setdefault(kind, []).append(record)
+        bucket = self.events.get(kind)
+        if bucket is None:
+            limited = kind in TELEMETRY_KINDS and self.telemetry_history is not None
+            bucket = self.events[kind] = deque(maxlen=self.telemetry_history) if limited else []
+        bucket.append(record)
         return 1
 
     def _take_step(self, r: dict[str, Any], tail: _Tail) -> int:
         try:
-            row = (float(r["t"]), int(r.get("rank") or 0), int(r["step"]),
-                   _num(r.get("samples")), _num(r.get("loss")), _num(r.get("dt")),
-                   str(r.get("src", "log")), int(r.get("attempt") or 0))
+            t, rank, step = float(r["t"]), int(r.get("rank") or 0), int(r["step"])
+            values = (_num(r.get("samples")), _num(r.get("loss")), _num(r.get("dt")))
+            attempt = int(r.get("attempt") or 0)
         except (KeyError, TypeError, ValueError):
             self._bad(tail, "bad step")
             return 0
-        for col, value in zip(STEP_COLUMNS, row, strict=True):
-            self._steps[col].append(value)
+        # A rank that reports through the probe is not counted again from its log lines.
+        src = 0 if r.get("src") == "probe" else 1
+        if src == 1:
+            if rank in self._probed_ranks:
+                return 0
+            self._logged_ranks.add(rank)
+        elif rank not in self._probed_ranks:
+            self._probed_ranks.add(rank)
+            if rank in self._logged_ranks:
+                self._purge_log_ranks.add(rank)
+        new = self._new
+        new.t.append(t)
+        new.rank.append(rank)
+        new.step.append(step)
+        new.samples.append(values[0])
+        new.loss.append(values[1])
+        new.dt.append(values[2])
+        new.src.append(src)
+        new.attempt.append(attempt)
         phases = r.get("phases")
-        self._phases.append(phases if isinstance(phases, dict) else None)
+        if isinstance(phases, dict) and phases:
+            self._phase_rows.append({"t": t, "rank": rank, **phases})
         return 1
 
     # -- views ---------------------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
-        """One row per rank per step, probe records winning over log-parsed ones per rank."""
-        if self._steps_df is None:
-            df = pd.DataFrame(self._steps, columns=list(STEP_COLUMNS))
-            df = df.astype({"t": "float64", "rank": "int64", "step": "int64",
-                            "samples": "float64", "loss": "float64", "dt": "float64",
-                            "attempt": "int64"})
-            if len(df):
-                probed = set(df.loc[df["src"] == "probe", "rank"].unique())
-                if probed:
-                    df = df[(df["src"] == "probe") | ~df["rank"].isin(probed)]
-                df = df.sort_values("t", kind="stable").reset_index(drop=True)
-            self._steps_df = df
+        """One row per rank per step, in time order, probe records winning over log-parsed
+        ones of the same rank. Treat it as read-only: it is shared between calls."""
+        df = self._steps_df
+        if len(self._new):
+            chunk = self._new.frame().sort_values("t", kind="stable")
+            self._new = _StepColumns()
+            in_order = not len(df) or chunk["t"].iloc[0] >= df["t"].iloc[-1]
+            df = pd.concat([df, chunk], ignore_index=True)
+            if not in_order:  # late lines (a slow log): rare, so a full sort is fine
+                df = df.sort_values("t", kind="stable", ignore_index=True)
+        if self._purge_log_ranks:  # once per rank: its probe records arrived after log ones
+            df = df[~(df["rank"].isin(self._purge_log_ranks) & (df["src"] == "log"))]
+            self._purge_log_ranks.clear()
+        self._steps_df = df.reset_index(drop=True) if df is not self._steps_df else df
         return self._steps_df
 
     def phases(self) -> pd.DataFrame:
         """Per-step phase timings (data, forward, ...) where the script reported them."""
-        rows = [{"t": t, "rank": rank, **p} for t, rank, p
-                in zip(self._steps["t"], self._steps["rank"], self._phases, strict=True) if p]
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self._phase_rows)
 
     def frame(self, kind: str) -> pd.DataFrame:
-        return pd.DataFrame(self.events.get(kind, []))
+        return pd.DataFrame(list(self.events.get(kind, ())))
 
     def last(self, kind: str) -> dict[str, Any] | None:
         items = self.events.get(kind)

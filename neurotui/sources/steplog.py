@@ -48,8 +48,9 @@ COMPILE_KINDS: tuple[CompileKind, ...] = (
 class StepLine:
     """One training step as the script reported it; fields it did not print are None.
 
-    ``samples`` is whatever count the line carries: per step for the neurotui runner,
-    cumulative (``consumed_samples``) for NxD Training and Megatron. ``throughput`` is
+    ``samples`` is the count of this step (the neurotui runner); ``samples_total`` is a
+    running total (``consumed_samples`` of NxD Training and Megatron), which the consumer
+    differences per rank. ``throughput`` is
     samples/s as printed by the script; ``dt`` is the step time in seconds.
     """
 
@@ -59,6 +60,7 @@ class StepLine:
     throughput: float | None
     dt: float | None
     rank: int | None
+    samples_total: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +190,7 @@ _Rule = Callable[[str], "_Fields | None"]
 #: Named groups a user pattern may use. ``dt_ms`` is milliseconds and ``it_per_s``
 #: iterations per second; both are turned into ``dt`` seconds.
 KNOWN_GROUPS = frozenset(
-    {"step", "samples", "loss", "throughput", "dt", "dt_ms", "it_per_s", "rank"}
+    {"step", "samples", "samples_total", "loss", "throughput", "dt", "dt_ms", "it_per_s", "rank"}
 )
 _VALUE_GROUPS = KNOWN_GROUPS - {"rank"}
 
@@ -312,7 +314,7 @@ def _rule_tqdm(text: str) -> _Fields | None:
     if (g := _TQDM_GLOBAL_STEP_RE.search(tail)) is not None:
         fields["step"] = g.group("v")
     if (s := _TQDM_SAMPLES_RE.search(tail)) is not None:
-        fields["samples"] = s.group("v")
+        fields["samples_total"] = s.group("v")
     for loss_re in _TQDM_LOSS_RES:
         if (lm := loss_re.search(tail)) is not None:
             fields["loss"] = lm.group("v")
@@ -337,7 +339,7 @@ def _rule_megatron(text: str) -> _Fields | None:
         return None
     fields: _Fields = {"step": it.group(1)}
     if (s := _MEGATRON_SAMPLES_RE.search(text)) is not None:
-        fields["samples"] = s.group(1)
+        fields["samples_total"] = s.group(1)
     if (d := _MEGATRON_DT_RE.search(text)) is not None:
         fields["dt_ms"] = d.group(1)
     if (lm := _MEGATRON_LOSS_RE.search(text)) is not None:
@@ -479,7 +481,9 @@ def _build_step(fields: _Fields, prefix_rank: int | None) -> StepLine | None:
     if dt is None:
         dt = _inverse(num("it_per_s"))
     step, samples, loss, throughput = count("step"), num("samples"), num("loss"), num("throughput")
-    if step is None and samples is None and loss is None and throughput is None and dt is None:
+    samples_total = num("samples_total")
+    if step is None and samples is None and loss is None and throughput is None and dt is None \
+            and samples_total is None:
         return None
     rank = count("rank")
     return StepLine(
@@ -489,6 +493,7 @@ def _build_step(fields: _Fields, prefix_rank: int | None) -> StepLine | None:
         throughput=throughput,
         dt=dt,
         rank=prefix_rank if rank is None else rank,
+        samples_total=samples_total,
     )
 
 

@@ -33,6 +33,7 @@ class LogFollower:
     tails: dict[int | None, deque[str]] = field(default_factory=dict)
     _files: dict[Path, _Followed] = field(default_factory=dict)
     _step_counters: dict[int, int] = field(default_factory=dict)
+    _samples_totals: dict[int, float] = field(default_factory=dict)
 
     def poll(self, now: float) -> None:
         self._discover()
@@ -76,11 +77,20 @@ class LogFollower:
             step = record.step
             if step is None:
                 step = self._step_counters.get(rank, 0) + 1
+            elif step == self._step_counters.get(rank):
+                return  # a progress bar redrawn for the same step
             self._step_counters[rank] = step
+            samples = record.samples
+            if samples is None and record.samples_total is not None:
+                # A running total (NxD, Megatron): this step's samples are the difference.
+                previous = self._samples_totals.get(rank)
+                self._samples_totals[rank] = record.samples_total
+                if previous is not None and record.samples_total >= previous:
+                    samples = record.samples_total - previous
             dt = record.dt
-            if dt is None and record.throughput and record.samples:
-                dt = record.samples / record.throughput
-            self.writer.write("step", t=now, rank=rank, step=step, samples=record.samples,
+            if dt is None and record.throughput and samples:
+                dt = samples / record.throughput
+            self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
                               loss=_finite_or_nan(record.loss), dt=dt, phases=None, src="log",
                               attempt=self.attempt)
         elif isinstance(record, CompileLine):

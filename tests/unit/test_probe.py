@@ -70,3 +70,10 @@ def test_disabled_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("NEUROTUI_PROBE", "0")
     probe.step(16, 0.5)
     assert not (tmp_path / "probe").exists()
+
+
+def test_phase_names_are_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEUROTUI_SESSION", str(tmp_path))
+    probe.step(16, 0.5, phases={'we"ird\n': 1.5, "data": float("nan")})
+    record = json.loads((tmp_path / "probe" / "rank-0.jsonl").read_text())
+    assert record["phases"]['we"ird\n'] == 1.5

@@ -149,7 +149,8 @@ def test_nxdt_progress_bar_values() -> None:
     got = steps(records(NXDT))
     assert [s.step for s in got] == [1, 2, 2, 3]
     assert [s.loss for s in got] == [6.7, 4.47, 4.47, 3.35]  # loss=, not reduced_train_loss
-    assert [s.samples for s in got] == [2048.0, 3072.0, 3072.0, 4096.0]  # consumed_samples
+    assert [s.samples_total for s in got] == [2048.0, 3072.0, 3072.0, 4096.0]  # consumed_samples
+    assert all(s.samples is None for s in got)
     assert [s.dt for s in got] == [321.89, 321.89, 320.22, 320.22]  # from s/it
     assert all(s.throughput is None and s.rank is None for s in got)
 
@@ -308,7 +309,8 @@ def test_megatron_iteration_line() -> None:
     )
     rec = PARSER.parse(line)
     assert rec == StepLine(
-        step=10, samples=320.0, loss=10.64536, throughput=None, dt=1.2345, rank=None
+        step=10, samples=None, loss=10.64536, throughput=None, dt=1.2345, rank=None,
+        samples_total=320.0,
     )
 
 

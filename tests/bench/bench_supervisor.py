@@ -1,0 +1,95 @@
+"""Supervision overhead on a real run.
+
+1. The supervisor's own CPU use while it records a real torchrun training (host and process
+   telemetry at 1 Hz, log following at 2 Hz), as a share of one core.
+2. Training wall time under `neurotui run --headless` vs the same bare torchrun command, in
+   alternating pairs; the median ratio is the slowdown (target: under 1%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def train_cmd(steps: int) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+            str(REPO / "runner" / "train_vit.py"), "--model", "vit-tiny", "--image-size", "32",
+            "--batch-size", "16", "--workers", "1", "--device", "cpu", "--steps", str(steps)]
+
+
+def bare(steps: int) -> float:
+    start = time.perf_counter()
+    subprocess.run(train_cmd(steps), check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, cwd=REPO)
+    return time.perf_counter() - start
+
+
+def supervised(steps: int) -> tuple[float, float, float]:
+    """Returns (wall seconds, supervisor CPU seconds, supervisor lifetime seconds)."""
+    with tempfile.TemporaryDirectory() as sessions:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "neurotui", "--sessions-dir", sessions,
+                                 "run", "--headless", "--interval", "5", "--", *train_cmd(steps)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+        meta_path = None
+        while meta_path is None:
+            found = list(Path(sessions).glob("*/meta.json"))
+            meta_path = found[0] if found else None
+            time.sleep(0.05)
+        sup = None
+        while sup is None:
+            pid = json.loads(meta_path.read_text()).get("supervisor_pid")
+            sup = psutil.Process(pid) if pid else None
+            time.sleep(0.05)
+        cpu = 0.0
+        born = sup.create_time()
+        lifetime = 0.0
+        while True:
+            try:
+                times = sup.cpu_times()
+                cpu = times.user + times.system
+                lifetime = time.time() - born
+            except psutil.Error:
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        proc.wait()
+        wall = time.perf_counter() - start
+        return wall, cpu, lifetime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=400)
+    args = parser.parse_args()
+    bare(20)  # warm the page cache: torch imports dominate a cold first run
+    ratios, cpu_shares, rows = [], [], []
+    for i in range(args.pairs):
+        b = bare(args.steps)
+        s, cpu, life = supervised(args.steps)
+        ratios.append(s / b)
+        cpu_shares.append(cpu / life)
+        rows.append((b, s, cpu, life))
+        print(f"pair {i + 1}: bare {b:6.2f} s | under neurotui {s:6.2f} s | ratio {s / b:.4f} | "
+              f"supervisor {cpu:.2f} CPU-s over {life:.1f} s = {100 * cpu / life:.2f}% of a core",
+              flush=True)
+    print(f"median wall-time ratio (neurotui / bare): {statistics.median(ratios):.4f} "
+          f"({100 * (statistics.median(ratios) - 1):+.2f}%)")
+    print(f"median supervisor CPU: {100 * statistics.median(cpu_shares):.2f}% of one core")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The supervisor's log follower on real captured training logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from neurotui.session import layout
+from neurotui.session.reader import SessionReader
+from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
+from neurotui.sources.steplog import StepLineParser
+from neurotui.supervisor.logfollow import LogFollower
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
+
+
+def follow(tmp_path: Path, text: bytes, chunks: int = 1) -> SessionReader:
+    session = tmp_path / "s"
+    (session / "logs").mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    writer = EventWriter(session / layout.EVENTS)
+    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True)
+    log = session / layout.LAUNCHER_LOG
+    size = len(text) // chunks + 1
+    for i in range(chunks):  # lines split across reads must come out whole
+        with open(log, "ab") as f:
+            f.write(text[i * size:(i + 1) * size])
+        follower.poll(1000.0 + i)
+    writer.close()
+    return SessionReader(session).load()
+
+
+def test_nxd_progress_bar_running_totals_become_per_step_samples(tmp_path: Path) -> None:
+    text = (FIXTURES / "trainlog_nxdt_llama3-70B_progressbar_docs.txt").read_bytes()
+    steps = follow(tmp_path, text, chunks=7).steps()
+    # The bar is drawn twice for global_step 2: recorded once.
+    assert list(steps["step"]) == [1, 2, 3]
+    assert steps["samples"].isna().iloc[0]  # no earlier total to difference against
+    assert list(steps["samples"].iloc[1:]) == [1024.0, 1024.0]
+    assert list(steps["loss"]) == [6.7, 4.47, 3.35]
+    assert list(steps["dt"]) == pytest.approx([321.89, 321.89, 320.22])
+
+
+def test_compile_lines_and_rank_prefixes(tmp_path: Path) -> None:
+    compile_log = (FIXTURES / "trainlog_torch-neuronx_mlp_trn1_first-run-compile_docs.txt")
+    text = b"".join(b"[default1]:" + line + b"\n"
+                    for line in compile_log.read_bytes().splitlines())
+    text += b"[default0]:neurotui-runner step=1 rank=0 samples=16 loss=2.0 dt=0.5\n"
+    text += b"[default1]:neurotui-runner step=1 samples=16 loss=2.1 dt=0.5\n"
+    reader = follow(tmp_path, text)
+    compiles = reader.frame("compile")
+    assert list(compiles["what"]) == ["cache_miss", "compiled", "compiled", "cache_miss",
+                                      "compiled", "compiled"]
+    assert set(compiles["rank"]) == {1}
+    steps = reader.steps()
+    assert sorted(steps["rank"]) == [0, 1] and set(steps["src"]) == {"log"}
