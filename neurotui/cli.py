@@ -6,6 +6,7 @@ import argparse
 import getpass
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from neurotui import __version__
+from neurotui.pricing.record import instance_record, price_record
+from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.paths import (
     SessionNotFound,
@@ -55,6 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
     run.add_argument("--interval", type=float, default=5.0, help="headless: seconds per line")
     run.add_argument("--detach", action="store_true", help="start, print the session, return")
+    price = run.add_argument_group("price (default: detect the instance, built-in price table)")
+    price.add_argument("--instance-type", help="e.g. trn1.2xlarge (else neuron-ls / IMDSv2)")
+    price.add_argument("--price-per-hour", help="USD per hour, overriding the table")
+    price.add_argument("--region", help="AWS region of the instance")
+    price.add_argument("--spot", action="store_true", help="price as spot (needs --live-prices "
+                                                           "or --price-per-hour)")
+    price.add_argument("--price-file", help="TOML file overriding/extending the price table")
+    price.add_argument("--live-prices", action="store_true",
+                       help="ask the AWS Pricing API (boto3 and credentials needed)")
     run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND ...")
 
     attach = sub.add_parser("attach", help="follow a running session")
@@ -115,9 +127,16 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         print("neurotui: nothing to run: give `-- COMMAND ...` or --preset NAME",
               file=sys.stderr)
         return 2
+    if not args.shell and shutil.which(user_cmd[0]) is None:
+        print(f"neurotui: command not found: {user_cmd[0]}", file=sys.stderr)
+        return 127
     name = args.name or args.preset or Path(user_cmd[-1] if torchrun_position(user_cmd)
                                             else user_cmd[0]).stem
+    pricing = {"instance_type": args.instance_type, "price_per_hour": args.price_per_hour,
+               "region": args.region, "spot": args.spot, "price_file": args.price_file,
+               "live": args.live_prices}
     session_dir = create_session(root, name, user_cmd, shell=args.shell, config={
+        "pricing": pricing,
         "max_restarts": args.max_restarts, "restart_backoff_s": args.restart_backoff,
         "stop_timeout_s": args.stop_timeout, "kill_timeout_s": args.stop_timeout,
         "step_target": step_target, "preset": args.preset, "env": env,
@@ -126,6 +145,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     if not wait_started(session_dir, supervisor):
         return 1
     print(f"neurotui: session {session_dir.name} in {session_dir.parent}", flush=True)
+    print(f"neurotui: price: {SessionReader(session_dir).meta['price']['note']}", flush=True)
     if args.detach:
         return 0
     return follow_session(session_dir, args.interval, headless=args.headless)
@@ -144,6 +164,7 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     (session_dir / layout.LOGS_DIR).mkdir(parents=True)
     (session_dir / layout.PROBE_DIR).mkdir()
     argv = resolve_executable(job_argv(user_cmd, session_dir, shell=shell))
+    price = resolve_price(**config.get("pricing", {}))
     config = {**config, "torchrun_logs": argv != user_cmd and not shell
               and torchrun_position(user_cmd) is not None}
     meta = {
@@ -151,7 +172,8 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
         "command": argv, "user_command": user_cmd, "shell": shell,
         "cwd": os.getcwd(), "host": platform.node(), "user": _user(),
         "versions": package_versions(), "started_at": now, "ended_at": None,
-        "instance": None, "price": None, "config": config, "exit": None,
+        "instance": instance_record(price), "price": price_record(price), "config": config,
+        "exit": None,
     }
     write_json_atomic(session_dir / layout.META, meta)
     return session_dir
@@ -169,12 +191,15 @@ def start_supervisor(session_dir: Path) -> subprocess.Popen[bytes]:
 def wait_started(session_dir: Path, supervisor: subprocess.Popen[bytes],
                  timeout_s: float = 30.0) -> bool:
     deadline = time.time() + timeout_s
+    reader = SessionReader(session_dir)
     while time.time() < deadline:
-        if (session_dir / layout.EVENTS).exists() and session_status(session_dir).running:
-            reader = SessionReader(session_dir).load()
-            if reader.events.get("proc_start"):
-                return True
+        reader.poll()
+        if reader.events.get("proc_start"):
+            return True
         if supervisor.poll() is not None:
+            reader.poll()
+            if reader.events.get("proc_start"):
+                return True  # a job so short that it already ended
             break
         time.sleep(0.05)
     log = (session_dir / layout.SUPERVISOR_LOG).read_text(errors="replace")[-2000:]

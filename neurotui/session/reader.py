@@ -25,7 +25,8 @@ from neurotui.session.writer import FORMAT_VERSION
 
 KNOWN_KINDS = frozenset({
     "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
-    "host", "procs", "neuron", "gpu", "source_status", "warning", "instance",
+    "host", "procs", "neuron", "gpu", "neuron_devices", "source_status", "warning",
+    "instance",
 })
 STEP_COLUMNS = ("t", "rank", "step", "samples", "loss", "dt", "src", "attempt")
 # High-rate telemetry kept live: the dashboard shows the recent past; replay reads the files.

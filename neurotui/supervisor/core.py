@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neurotui.collect.telemetry import Telemetry
+from neurotui.pricing.record import price_record
+from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.host import host_sample, process_rows
@@ -72,6 +75,7 @@ class Supervisor:
         self.stop_requested = False
         self.leaving = False  # the supervisor was told to go; the job is left running
         self.attempt = 0
+        self.telemetry: Telemetry | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> int:
@@ -83,8 +87,18 @@ class Supervisor:
         code: int | None = None
         sig_name: str | None = None
         try:
+            self.telemetry = Telemetry(self.dir, self.writer, time.time(),
+                                       on_instance_type=self._instance_detected)
             while True:
-                self._launch()
+                try:
+                    self._launch()
+                except OSError as exc:  # not executable, vanished since `run` checked, ...
+                    self.writer.write("proc_exit", attempt=self.attempt, pid=None, code=None,
+                                      signal=None, tail={"launcher": [f"cannot start: {exc}"]})
+                    update_meta(self.dir, ended_at=time.time(), exit={
+                        "code": None, "signal": None, "reason": f"failed to start: {exc}",
+                        "attempts": self.attempt + 1, "lost_events": self.writer.failed_writes})
+                    return 1
                 code, sig_name, restart_asked = self._watch()
                 if self.leaving:
                     return 0
@@ -180,6 +194,8 @@ class Supervisor:
             "lost_events": self.writer.failed_writes})
 
     def _close(self) -> None:
+        if self.telemetry is not None:
+            self.telemetry.close()
         self.writer.close()
         with contextlib.suppress(OSError):
             self.server.close()
@@ -193,13 +209,37 @@ class Supervisor:
 
     # -- telemetry ---------------------------------------------------------------------------
     def _sample_telemetry(self, now: float) -> None:
+        rank_pids: frozenset[int] = frozenset()
         try:
             self.writer.write("host", t=now, **host_sample())
             if self.tree is not None:
-                procs = self.tree.refresh()
-                self.writer.write("procs", t=now, procs=process_rows(procs, self.tree.leader_pid))
+                rows = process_rows(self.tree.refresh(), self.tree.leader_pid)
+                rank_pids = frozenset(r["pid"] for r in rows if r["role"] == "rank")
+                self.writer.write("procs", t=now, procs=rows)
         except Exception as exc:  # a telemetry failure is recorded, never fatal
             self.writer.write("warning", source="host", message=f"host telemetry failed: {exc}")
+        if self.telemetry is not None:
+            try:
+                self.telemetry.poll(now, rank_pids)
+            except Exception as exc:
+                self.writer.write("warning", source="telemetry",
+                                  message=f"accelerator telemetry failed: {exc}")
+
+    def _instance_detected(self, instance_type: str, source: str) -> None:
+        """neuron-ls / neuron-monitor named the instance: record it, and price it if we could
+        not before (the user's overrides still win)."""
+        meta = read_meta(self.dir)
+        if meta.get("instance") and meta["instance"].get("type"):
+            return
+        overrides = meta.get("config", {}).get("pricing", {})
+        price = resolve_price(detected_instance_type=instance_type, detected_by=source,
+                              use_imds=False, **overrides)
+        changes: dict[str, Any] = {"instance": {"type": instance_type, "source": source,
+                                                "region": price.region}}
+        if not (meta.get("price") or {}).get("usd_per_hour"):
+            changes["price"] = price_record(price)
+        update_meta(self.dir, **changes)
+        self.writer.write("instance", type=instance_type, source=source, price_note=price.note)
 
     # -- control -----------------------------------------------------------------------------
     def _serve_one(self) -> bool:

@@ -1,0 +1,254 @@
+"""Alert rules: pure functions from recorded data to alerts that carry their evidence.
+
+No UI and no clock here (the caller passes `now`), so the rules are unit-tested on their own
+and could serve `--headless` or a report too. An alert is only raised on data that shows the
+problem; each states the numbers it was raised on, so a user can check it against the panels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from neurotui.ui import fmt
+
+SATURATED_CPU = 90.0
+IDLE_ACCELERATOR = 40.0
+WINDOW_S = 30.0
+SPIKE_FACTOR = 5.0
+VARIANCE_MIN_STEPS = 20
+VARIANCE_P90_RATIO = 1.5
+VARIANCE_CV = 0.3
+_BUSY_PHASES = ("compiling", "starting")
+
+
+@dataclass(frozen=True)
+class Alert:
+    key: str
+    severity: str  # "error", "warning" or "info"
+    title: str
+    evidence: tuple[str, ...]
+    advice: str | None = None
+
+
+def _recent(events: Iterable[Mapping[str, Any]], now: float, window_s: float) -> list[Any]:
+    return [e for e in events if now - window_s < float(e.get("t", -math.inf)) <= now]
+
+
+def accelerator_utils(event: Mapping[str, Any]) -> list[float]:
+    """Utilisation percentages of one `neuron` or `gpu` event (unknown ones left out)."""
+    units = event.get("cores") if event.get("kind") == "neuron" else event.get("gpus")
+    out = []
+    for unit in units or ():
+        value = unit.get("util") if isinstance(unit, Mapping) else None
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out.append(float(value))
+    return out
+
+
+def cpu_bound_input(host: Sequence[Mapping[str, Any]], accelerator: Sequence[Mapping[str, Any]],
+                    procs: Mapping[str, Any] | None, now: float, phase: str,
+                    window_s: float = WINDOW_S) -> Alert | None:
+    """Host CPUs saturated while the accelerator idles: the input pipeline starves it.
+
+    Not judged without accelerator telemetry (a CPU-only run is meant to be CPU-bound), nor
+    while compiling (the compiler pins CPUs and the accelerator waits, as it should).
+    """
+    if phase in _BUSY_PHASES or phase not in ("warm-up", "steady"):
+        return None
+    hosts = [h for h in _recent(host, now, window_s) if isinstance(h.get("cpu"), list)]
+    accels = [u for e in _recent(accelerator, now, window_s) if (u := accelerator_utils(e))]
+    if len(hosts) < 2 or len(accels) < 2:
+        return None
+    if procs and any(p.get("role") == "compiler" for p in procs.get("procs") or ()):
+        return None
+    width = min(len(h["cpu"]) for h in hosts)
+    if not width:
+        return None
+    per_cpu = np.array([h["cpu"][:width] for h in hosts], dtype=float).mean(axis=0)
+    accel_mean = float(np.mean([np.mean(u) for u in accels]))
+    saturated = np.flatnonzero(per_cpu >= SATURATED_CPU)
+    if not len(saturated) or accel_mean >= IDLE_ACCELERATOR:
+        return None
+    busiest = sorted(saturated, key=lambda i: -per_cpu[i])[:4]
+    shown = ", ".join(f"cpu{i} {per_cpu[i]:.0f}%" for i in busiest)
+    more = f", +{len(saturated) - len(busiest)} more" if len(saturated) > len(busiest) else ""
+    what = "NeuronCore" if accelerator[-1].get("kind") == "neuron" else "GPU"
+    evidence = [
+        f"host: {len(saturated)} of {width} CPUs >= {SATURATED_CPU:.0f}% over the last "
+        f"{fmt.short_duration(window_s)} ({shown}{more}); all CPUs average "
+        f"{per_cpu.mean():.0f}%",
+        f"{what} utilisation averages {accel_mean:.0f}% over the same window",
+    ]
+    workers = [p for p in (procs or {}).get("procs") or () if p.get("role") == "worker"]
+    if workers:
+        total = sum(float(p.get("cpu") or 0.0) for p in workers)
+        evidence.append(f"{len(workers)} DataLoader worker process(es) use {total:.0f}% CPU")
+    if len(saturated) >= 0.75 * width:
+        advice = ("all cores are busy: try fewer DataLoader workers (num_workers), or lighter "
+                  "decoding/augmentation")
+    else:
+        advice = ("only a few cores are busy: the input pipeline is serialised; try more "
+                  "DataLoader workers (num_workers) or move preprocessing out of the main process")
+    return Alert("cpu-bound-input", "warning", "CPU-bound input: accelerator waits for data",
+                 tuple(evidence), advice)
+
+
+def step_spikes(rows: pd.DataFrame, factor: float = SPIKE_FACTOR) -> list[str]:
+    """Steps that took `factor` x their rank's median step time or more (newest first)."""
+    if not len(rows) or "step_time" not in rows:
+        return []
+    found: list[tuple[float, str]] = []
+    for rank, mine in rows.groupby("rank"):
+        times = mine["step_time"].dropna()
+        if len(times) < 5:
+            continue
+        median = float(times.median())
+        if median <= 0:
+            continue
+        slow = mine[mine["step_time"] >= factor * median]
+        for _, row in slow.iterrows():
+            found.append((float(row["t"]),
+                          f"rank {rank} step {int(row['step'])} took "
+                          f"{fmt.seconds(row['step_time'])} ({row['step_time'] / median:.0f}x "
+                          f"its median {fmt.seconds(median)})"))
+    found.sort(reverse=True)
+    return [text for _, text in found]
+
+
+def recompilation(compiles: Sequence[Mapping[str, Any]], procs: Mapping[str, Any] | None,
+                  steady_rows: pd.DataFrame, steady_since: float | None,
+                  now: float) -> Alert | None:
+    """Compile activity after steady state: a new graph (a changing shape, a Python branch on
+    a tensor value) costs a compile each time, which is both slow and easy to miss."""
+    if steady_since is None:
+        return None
+    late = [c for c in compiles if steady_since < float(c.get("t", -math.inf)) <= now]
+    compilers = [p for p in (procs or {}).get("procs") or () if p.get("role") == "compiler"]
+    spikes = step_spikes(steady_rows[steady_rows["t"] > steady_since]) if len(steady_rows) \
+        else []
+    if not late and not compilers and not spikes:
+        return None
+    evidence = []
+    if late:
+        kinds: dict[str, int] = {}
+        for c in late:
+            kinds[str(c.get("what"))] = kinds.get(str(c.get("what")), 0) + 1
+        counted = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        last = late[-1]
+        evidence.append(f"{len(late)} compile event(s) since steady state ({counted}); last "
+                        f"{fmt.short_duration(now - float(last['t']))} ago: "
+                        f"{str(last.get('line') or '').strip()[:160]}")
+    for p in compilers[:3]:
+        evidence.append(f"compiler process running after steady state: pid {p.get('pid')} "
+                        f"{p.get('name')} at {fmt.percent(p.get('cpu'))} CPU")
+    if spikes:
+        evidence.append(f"{len(spikes)} step-time spike(s): " + "; ".join(spikes[:2]))
+    only_spikes = not late and not compilers
+    title = ("recompilation suspected: step-time spikes after steady state" if only_spikes
+             else "recompilation after steady state")
+    advice = ("keep tensor shapes static (pad the last batch or drop_last=True) and avoid "
+              "Python control flow on tensor values; on Neuron, check the compile cache")
+    return Alert("recompile", "info" if only_spikes else "warning", title, tuple(evidence),
+                 advice)
+
+
+def stalled(silent: Mapping[int, float], medians: Mapping[int, float],
+            last_steps: Mapping[int, int]) -> Alert | None:
+    """Ranks with no step for many times their median step time (a hang, a dead worker, a
+    collective waiting for a rank that is gone)."""
+    if not silent:
+        return None
+    evidence = []
+    for rank in sorted(silent, key=lambda r: -silent[r]):
+        median = medians.get(rank)
+        ratio = f" = {silent[rank] / median:.0f}x its median step {fmt.seconds(median)}" \
+            if median else ""
+        evidence.append(f"rank {rank}: no step for {fmt.short_duration(silent[rank])}{ratio}; "
+                        f"last step {last_steps.get(rank, 'n/a')}")
+    ranks = ", ".join(str(r) for r in sorted(silent))
+    return Alert("stalled", "error", f"no progress on rank(s) {ranks}", tuple(evidence[:8]),
+                 "look at the rank's log (keys [ and ]) and its process (CPU at 0% or 100%?)")
+
+
+def step_variance(steady_rows: pd.DataFrame, phases: pd.DataFrame | None = None,
+                  min_steps: int = VARIANCE_MIN_STEPS) -> Alert | None:
+    """Step times swinging widely around their median (the reference case: backward-pass
+    times swinging from step to step), which costs throughput even with no straggler."""
+    if not len(steady_rows) or "step_time" not in steady_rows:
+        return None
+    swinging = []
+    for rank, mine in steady_rows.groupby("rank"):
+        times = mine["step_time"].dropna().to_numpy(dtype=float)
+        if len(times) < min_steps:
+            continue
+        median = float(np.median(times))
+        if median <= 0:
+            continue
+        p10, p90 = np.percentile(times, [10, 90])
+        cv = float(times.std() / times.mean())
+        if p90 / median >= VARIANCE_P90_RATIO or cv >= VARIANCE_CV:
+            swinging.append((cv, int(rank), median, float(p10), float(p90), len(times)))
+    if not swinging:
+        return None
+    swinging.sort(reverse=True)
+    evidence = [f"rank {rank}: median {fmt.seconds(med)}, p10 {fmt.seconds(p10)}, p90 "
+                f"{fmt.seconds(p90)} over the last {n} steps (CV {cv:.2f})"
+                for cv, rank, med, p10, p90, n in swinging[:3]]
+    if len(swinging) > 3:
+        evidence.append(f"+{len(swinging) - 3} more rank(s) alike")
+    worst = _most_variable_phase(phases)
+    if worst:
+        evidence.append(worst)
+    return Alert("step-variance", "warning", "step time varies widely", tuple(evidence),
+                 "look for work that varies per step: variable-size inputs, host syncs "
+                 "(.item(), prints), logging or checkpointing inside the loop")
+
+
+def _most_variable_phase(phases: pd.DataFrame | None) -> str | None:
+    if phases is None or len(phases) < VARIANCE_MIN_STEPS:
+        return None
+    spreads = {}
+    for name in phases.columns:
+        if name in ("t", "rank"):
+            continue
+        values = pd.to_numeric(phases[name], errors="coerce").dropna()
+        if len(values) >= VARIANCE_MIN_STEPS:
+            p10, p90 = np.percentile(values, [10, 90])
+            spreads[name] = (float(p90 - p10), float(p10), float(p90))
+    if not spreads:
+        return None
+    name, (_, p10, p90) = max(spreads.items(), key=lambda kv: kv[1][0])
+    return f"{name} varies most: {fmt.seconds(p10)} to {fmt.seconds(p90)} (p10 to p90)"
+
+
+def exited(meta: Mapping[str, Any], proc_exits: Sequence[Mapping[str, Any]],
+           phase: str) -> Alert | None:
+    """The job crashed: its exit and the last log lines it left, as recorded."""
+    if phase != "crashed":
+        return None
+    info = meta.get("exit") or {}
+    signal = f", signal {info['signal']}" if info.get("signal") else ""
+    evidence = [f"exit code {info.get('code', 'n/a')}{signal}: {info.get('reason', 'n/a')}; "
+                f"{info.get('attempts', 'n/a')} attempt(s)"]
+    if proc_exits:
+        tail = proc_exits[-1].get("tail") or {}
+        for rank, lines in sorted(tail.items(), key=lambda kv: str(kv[0]))[:2]:
+            for line in (lines or [])[-3:]:
+                evidence.append(f"rank {rank}: {line}")
+    return Alert("exited", "error", "training crashed", tuple(evidence),
+                 "the full logs are in the session's logs/ folder")
+
+
+def restarts(events: Sequence[Mapping[str, Any]]) -> Alert | None:
+    if not events:
+        return None
+    last = events[-1]
+    return Alert("restarts", "info", f"job restarted {len(events)} time(s)",
+                 (f"last restart: attempt {last.get('attempt')} after "
+                  f"{fmt.short_duration(last.get('delay_s'))}: {last.get('reason')}",))

@@ -1,0 +1,94 @@
+"""Number formatting for the panels. A missing value is never shown as 0: it becomes `n/a`
+(or a short reason) so "unknown" cannot be read as "idle"."""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "n/a"
+
+
+def known(value: float | None) -> bool:
+    return value is not None and not (isinstance(value, float) and not math.isfinite(value))
+
+
+def duration(seconds: float | None) -> str:
+    """00:05:07 style; days are spelled out for long runs."""
+    if not known(seconds):
+        return MISSING
+    s = max(0, int(seconds))  # type: ignore[arg-type]
+    days, s = divmod(s, 86400)
+    text = f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+    return f"{days}d {text}" if days else text
+
+
+def short_duration(seconds: float | None) -> str:
+    """4.2s, 3m10s, 2h05m: for evidence lines and ETAs."""
+    if not known(seconds):
+        return MISSING
+    s = float(seconds)  # type: ignore[arg-type]
+    if s < 60:
+        return f"{s:.1f}s" if s < 10 else f"{s:.0f}s"
+    if s < 3600:
+        return f"{int(s // 60)}m{int(s % 60):02d}s"
+    if s < 86400:
+        return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
+    return f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
+
+
+def usd(value: float | None) -> str:
+    if not known(value):
+        return MISSING
+    v = float(value)  # type: ignore[arg-type]
+    if v < 1:
+        return f"${v:.4f}"
+    if v < 100:
+        return f"${v:.2f}"
+    return f"${v:,.0f}"
+
+
+def rate(value: float | None, unit: str = "/s") -> str:
+    if not known(value):
+        return MISSING
+    v = float(value)  # type: ignore[arg-type]
+    if v >= 1000:
+        return f"{v:,.0f}{unit}"
+    if v >= 10:
+        return f"{v:.1f}{unit}"
+    return f"{v:.2f}{unit}"
+
+
+def count(value: float | None) -> str:
+    """Large counts compactly: 857,302 -> 857.3k; 12,300,000 -> 12.3M."""
+    if not known(value):
+        return MISSING
+    v = float(value)  # type: ignore[arg-type]
+    for size, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= size:
+            return f"{v / size:.1f}{suffix}"
+    return f"{v:.0f}"
+
+
+def seconds(value: float | None) -> str:
+    """Step times: 0.0123 s -> 12.3ms, 1.5 s -> 1.50s."""
+    if not known(value):
+        return MISSING
+    v = float(value)  # type: ignore[arg-type]
+    if v < 1:
+        return f"{v * 1000:.1f}ms" if v < 0.1 else f"{v * 1000:.0f}ms"
+    return f"{v:.2f}s" if v < 100 else f"{v:.0f}s"
+
+
+def size(value: float | None) -> str:
+    """Bytes in binary units: 1.5G, 512M."""
+    if not known(value):
+        return MISSING
+    v = float(value)  # type: ignore[arg-type]
+    for unit, scale in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if v >= scale:
+            return f"{v / scale:.1f}{unit}"
+    return f"{v:.0f}B"
+
+
+def percent(value: float | None) -> str:
+    return MISSING if not known(value) else f"{float(value):.0f}%"  # type: ignore[arg-type]

@@ -1,0 +1,391 @@
+"""metrics.py on small hand-made step tables whose right answers are worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurotui import metrics as m
+
+TRN1_2XL = 1.34375  # USD/h, us-east-1, built-in table
+INF2_XL = 0.7582
+T0 = 1_000_000.0
+
+
+def make_steps(ranks: int = 2, n: int = 500, step_s: float = 0.1, batch: float = 16,
+               t0: float = T0, attempt: int = 0, first_step: int = 1, with_dt: bool = True,
+               warmup_s: float | None = None, every: int = 1) -> pd.DataFrame:
+    """Lock-step ranks; the first 10 steps take `warmup_s` each when given (compile)."""
+    rows = []
+    for rank in range(ranks):
+        t = t0
+        for i in range(n):
+            step = first_step + i
+            took = warmup_s if warmup_s is not None and i < 10 else step_s
+            t += took
+            if i % every:
+                continue
+            rows.append({"t": t, "rank": rank, "step": step, "samples": float(batch),
+                         "loss": 1.0, "dt": took if with_dt else math.nan, "src": "probe",
+                         "attempt": attempt})
+    return pd.DataFrame(rows).sort_values("t", kind="stable").reset_index(drop=True)
+
+
+def compiles(*events: tuple[float, int | None]) -> pd.DataFrame:
+    return pd.DataFrame([{"t": t, "rank": r, "what": "compile"} for t, r in events])
+
+
+EMPTY = pd.DataFrame(columns=["t", "rank", "step", "samples", "loss", "dt", "src", "attempt"])
+
+
+# -- the hand-checked reference figures ------------------------------------------------------
+
+def test_reference_figures_320_samples_per_s_and_857302_per_dollar() -> None:
+    """0.1 s/step, 2 workers, batch 16: 2 x 16 / 0.1 = 320 samples/s;
+    320 x 3600 / 1.34375 = 857,302.33 samples per dollar."""
+    steady = m.steady_state(make_steps())
+    assert steady is not None
+    assert steady.samples_per_s == pytest.approx(320.0)
+    assert steady.step_time_median == pytest.approx(0.1)
+    assert steady.step_time_mean == pytest.approx(0.1)
+    assert steady.step_time_p90 == pytest.approx(0.1)
+    assert (steady.steps, steady.ranks, steady.warmup_steps) == (2 * 490, 2, 10)
+    spd = m.samples_per_dollar(steady.samples_per_s, TRN1_2XL)
+    assert spd == pytest.approx(857_302.3255813953)
+    assert round(spd) == 857_302
+    assert m.cost_per_million_samples(320, TRN1_2XL) == pytest.approx(1.16644965)
+    # ImageNet-1k train split, 1,281,167 images: 4003.6 s = 1.1121 h x $1.34375
+    assert m.cost_per_epoch(1_281_167, 320, TRN1_2XL) == pytest.approx(1.49441680)
+
+
+def test_faster_but_dearer_instance_wins_or_loses_exactly_by_the_ratio() -> None:
+    """trn1.2xlarge costs 1.34375/0.7582 = 1.7723x inf2.xlarge. If inf2 is 1.275x slower
+    (0.1275 vs 0.1 s/step), inf2 gives 1.7723/1.275 = 1.390x the samples per dollar (~39%
+    better, the study's finding); at exactly 1.7723x slower they tie; slower still, trn1 wins."""
+    trn1 = m.steady_state(make_steps(step_s=0.1)).samples_per_s
+    inf2 = m.steady_state(make_steps(step_s=0.1275)).samples_per_s
+    assert trn1 > inf2  # trn1 is faster in absolute terms
+    assert m.samples_per_dollar(inf2, INF2_XL) == pytest.approx(1_191_676.88, rel=1e-8)
+    ratio = m.relative_price_performance(inf2, INF2_XL, trn1, TRN1_2XL)
+    assert ratio == pytest.approx(1.3900310849742166)
+    price_ratio = TRN1_2XL / INF2_XL
+    tie = m.relative_price_performance(320 / price_ratio, INF2_XL, 320, TRN1_2XL)
+    assert tie == pytest.approx(1.0)
+    worse = m.relative_price_performance(320 / (price_ratio * 1.01), INF2_XL, 320, TRN1_2XL)
+    assert worse == pytest.approx(1 / 1.01) and worse < 1
+
+
+def test_price_per_neuroncore_hour() -> None:
+    assert m.price_per_neuroncore_hour(21.5, 32) == 0.671875  # trn1.32xlarge
+    assert m.price_per_neuroncore_hour(TRN1_2XL, 2) == 0.671875  # same per core
+    assert m.price_per_neuroncore_hour(INF2_XL, 2) == pytest.approx(0.3791)
+    assert m.price_per_neuroncore_hour(21.5, 0) is None
+    assert m.price_per_neuroncore_hour(None, 32) is None
+
+
+# -- steady state --------------------------------------------------------------------------
+
+def test_warmup_steps_are_left_out() -> None:
+    steps = make_steps(warmup_s=60.0)  # steps 1..10 take 60 s each (compile)
+    steady = m.steady_state(steps)
+    assert steady.samples_per_s == pytest.approx(320.0)
+    assert steady.step_time_median == pytest.approx(0.1)
+    everything = m.steady_state(steps, warmup_steps=0)
+    assert everything.step_time_mean == pytest.approx((10 * 60 + 490 * 0.1) / 500)
+    assert everything.samples_per_s == pytest.approx(2 * 16 * 500 / (10 * 60 + 490 * 0.1))
+    assert m.steady_state(steps, warmup_steps=600) is None
+
+
+def test_step_time_derived_from_t_when_dt_is_unknown() -> None:
+    steady = m.steady_state(make_steps(with_dt=False))
+    assert steady.samples_per_s == pytest.approx(320.0)
+    assert steady.step_time_median == pytest.approx(0.1)
+    # log lines every 10 steps (samples is per step): 10 steps' time over 10 steps
+    sparse_steps = make_steps(with_dt=False, every=10)
+    sparse = m.steady_state(sparse_steps)
+    assert sparse.step_time_median == pytest.approx(0.1)
+    assert sparse.samples_per_s == pytest.approx(320.0)
+    assert m.current_throughput(sparse_steps, now=T0 + 49.1) == pytest.approx(320.0)
+    # each record after the first stands for 10 steps: 2 ranks x (16 + 49 x 160)
+    assert m.total_samples(sparse_steps) == 2 * (16 + 49 * 160)
+
+
+def test_per_epoch_step_counter_resets() -> None:
+    """A script that numbers steps per epoch: only the run's first steps are warm-up."""
+    epoch1 = make_steps(ranks=1, n=50)
+    epoch2 = make_steps(ranks=1, n=50, t0=T0 + 5.0)
+    steps = pd.concat([epoch1, epoch2], ignore_index=True)
+    steady = m.steady_state(steps)
+    assert steady.steps == 90  # 50 - 10 in epoch 1, all 50 of epoch 2
+    assert steady.step_time_median == pytest.approx(0.1)
+    assert m.total_samples(steps) == 16 * 100
+
+
+def test_step_time_statistics() -> None:
+    steps = make_steps(ranks=1, n=30, step_s=0.1)
+    # steady steps 11..30 (20 rows): make 5 of them 0.3 s
+    slow = steps["step"].isin([12, 14, 16, 18, 20])
+    steps.loc[slow, "dt"] = 0.3
+    steady = m.steady_state(steps)
+    assert steady.steps == 20
+    assert steady.step_time_median == pytest.approx(0.1)
+    assert steady.step_time_mean == pytest.approx((15 * 0.1 + 5 * 0.3) / 20)
+    assert steady.step_time_p90 == pytest.approx(0.3)
+    assert steady.samples_per_s == pytest.approx(16 * 20 / 3.0)
+
+
+def test_each_attempt_has_its_own_warmup() -> None:
+    first = make_steps(n=300)
+    second = make_steps(n=100, first_step=250, attempt=1, t0=T0 + 100, warmup_s=30.0)
+    steady_rows = m.steady_steps(pd.concat([first, second]))
+    again = steady_rows[steady_rows["attempt"] == 1]
+    assert again["step"].min() == 260  # 250..259 are warm-up again
+    assert m.steady_state(pd.concat([first, second])).step_time_median == pytest.approx(0.1)
+
+
+def test_steps_with_a_compile_are_left_out() -> None:
+    steps = make_steps(ranks=1, n=100)
+    hit = steps["step"] == 50
+    steps.loc[hit, "dt"] = 20.0  # a recompile in the middle of step 50
+    t50 = float(steps.loc[hit, "t"].iloc[0])
+    with_compile = m.steady_state(steps, compiles=compiles((t50 - 5.0, 0)))
+    assert with_compile.steps == 89
+    assert with_compile.step_time_mean == pytest.approx(0.1)
+    assert m.steady_state(steps).steps == 90
+    # an event of another rank does not count; one with no rank does
+    assert m.steady_state(steps, compiles=compiles((t50 - 5.0, 1))).steps == 90
+    assert m.steady_state(steps, compiles=compiles((t50 - 5.0, None))).steps == 89
+
+
+def test_unknown_samples_gives_step_times_but_no_throughput() -> None:
+    steps = make_steps()
+    steps["samples"] = np.nan
+    steady = m.steady_state(steps)
+    assert steady.samples_per_s is None and steady.step_time_median == pytest.approx(0.1)
+
+
+def test_empty_inputs() -> None:
+    assert m.steady_state(EMPTY) is None
+    assert len(m.throughput_series(EMPTY)) == 0
+    assert m.current_throughput(EMPTY, now=T0) is None
+    assert m.total_samples(EMPTY) == 0.0
+    assert m.latest_step(EMPTY) is None
+    assert len(m.rank_step_times(EMPTY)) == 0
+    assert m.stalled_ranks(EMPTY, now=T0) == {}
+
+
+# -- throughput over time ------------------------------------------------------------------
+
+def test_throughput_series_sums_ranks_per_bucket() -> None:
+    steps = make_steps(n=500)  # 50 s of steps after T0
+    series = m.throughput_series(steps, bucket_s=10.0, start=T0, end=T0 + 50.0)
+    assert list(series["t"]) == [T0 + 10 * i for i in range(5)]
+    assert series["samples_per_s"].to_numpy() == pytest.approx([320.0] * 5, rel=0.01)
+    assert series["samples"].sum() == pytest.approx(m.total_samples(steps))
+
+
+def test_throughput_series_shows_compile_gaps_as_zero() -> None:
+    before = make_steps(n=95, t0=T0)  # T0+0.1 .. T0+9.5
+    after = make_steps(n=95, t0=T0 + 30.0)  # T0+30.1 .. T0+39.5, after a 20 s compile stall
+    series = m.throughput_series(pd.concat([before, after]), bucket_s=10.0, start=T0,
+                                 end=T0 + 40.0)
+    # 2 ranks x 16 x 95 steps = 3040 samples per 10 s bucket
+    assert series["samples_per_s"].to_numpy() == pytest.approx([304.0, 0.0, 0.0, 304.0])
+
+
+def test_throughput_series_partial_last_bucket() -> None:
+    steps = make_steps(n=150)  # 15 s
+    short = m.throughput_series(steps, bucket_s=10.0, start=T0, end=T0 + 14.0)
+    assert len(short) == 1  # the 4 s tail is less than half a bucket
+    longer = m.throughput_series(steps, bucket_s=10.0, start=T0, end=T0 + 15.0)
+    assert list(longer["seconds"]) == [10.0, pytest.approx(5.0)]
+    assert longer["samples_per_s"].iloc[-1] == pytest.approx(320.0, rel=0.01)
+
+
+def test_current_throughput() -> None:
+    steps = make_steps(n=500)  # ends at T0+50
+    assert m.current_throughput(steps, now=T0 + 50.0) == pytest.approx(320.0)
+    assert m.current_throughput(steps, now=T0 + 50.05) == pytest.approx(320.0)
+    # right from the first steps, not diluted by an empty window
+    assert m.current_throughput(steps, now=T0 + 1.0) == pytest.approx(320.0)
+    # a stall drags it down, then to zero once the window holds no step
+    stalled = m.current_throughput(steps, now=T0 + 60.0)
+    assert 0 < stalled < 320 * 0.75
+    assert m.current_throughput(steps, now=T0 + 90.0) == 0.0
+    # slow sparse steps: 5 s per step, 16 samples, 2 ranks -> 6.4 samples/s
+    slow = make_steps(n=20, step_s=5.0)
+    assert m.current_throughput(slow, now=T0 + 100.0) == pytest.approx(6.4)
+
+
+def test_totals_and_latest_step() -> None:
+    steps = make_steps(n=100)
+    assert m.total_samples(steps) == 2 * 16 * 100
+    assert m.total_samples(steps, now=T0 + 5.0) == pytest.approx(2 * 16 * 50)
+    assert m.latest_step(steps) == 100
+    assert m.latest_step(steps, now=T0 + 5.0) == 50
+
+
+# -- ranks ---------------------------------------------------------------------------------
+
+def four_ranks_one_slow(slow_s: float = 0.13) -> pd.DataFrame:
+    fast = make_steps(ranks=3, n=100)
+    slow = make_steps(ranks=1, n=100, step_s=slow_s)
+    slow["rank"] = 3
+    return pd.concat([fast, slow], ignore_index=True)
+
+
+def test_rank_step_times_and_stragglers() -> None:
+    per_rank = m.rank_step_times(four_ranks_one_slow())
+    assert list(per_rank.index) == [0, 1, 2, 3]
+    assert per_rank["median_step_s"].to_numpy() == pytest.approx([0.1, 0.1, 0.1, 0.13])
+    assert list(per_rank["steps"]) == [90, 90, 90, 90]
+    assert m.find_stragglers(per_rank) == [3]  # 30% over the others, threshold 20%
+    assert m.find_stragglers(per_rank, threshold=0.5) == []
+    assert m.find_stragglers({0: 0.1, 1: 0.1}) == []
+    assert m.find_stragglers({0: 0.1}) == []
+    assert m.find_stragglers({0: 0.1, 1: 0.25}) == [1]
+
+
+def test_rank_step_times_use_the_latest_attempt() -> None:
+    old = four_ranks_one_slow()
+    new = make_steps(ranks=4, n=50, attempt=1, t0=T0 + 100)
+    per_rank = m.rank_step_times(pd.concat([old, new]))
+    assert m.find_stragglers(per_rank) == []
+    assert m.find_stragglers(m.rank_step_times(pd.concat([old, new]), attempt=0)) == [3]
+
+
+def test_stalled_ranks() -> None:
+    steps = make_steps(n=100)  # both ranks last step at T0+10
+    rank1 = steps["rank"] == 1
+    steps = steps[~(rank1 & (steps["step"] > 50))]  # rank 1 went quiet at T0+5
+    assert m.stalled_ranks(steps, now=T0 + 10.0) == {}  # 5 s < min_silence_s
+    stalled = m.stalled_ranks(steps, now=T0 + 19.0)
+    assert list(stalled) == [1] and stalled[1] == pytest.approx(14.0)
+    assert m.stalled_ranks(steps, now=T0 + 19.0, min_silence_s=1.0) == {
+        0: pytest.approx(9.0), 1: pytest.approx(14.0)}
+    assert m.stalled_ranks(steps, now=T0 + 19.0, min_silence_s=1.0, factor=100.0) == {
+        1: pytest.approx(14.0)}
+    # compiling is not stalling: a compile event restarts the rank's clock
+    assert m.stalled_ranks(steps, now=T0 + 19.0, compiles=compiles((T0 + 18.0, 1))) == {}
+    assert m.stalled_ranks(steps, now=T0 + 19.0, compiles=compiles((T0 + 18.0, 0))) == {
+        1: pytest.approx(14.0)}
+    assert m.stalled_ranks(steps, now=T0 + 19.0, compiles=compiles((T0 + 18.0, None))) == {}
+
+
+# -- phase ---------------------------------------------------------------------------------
+
+RUNNING = {"started_at": T0 - 60, "ended_at": None, "exit": None,
+           "config": {"step_target": 500}}
+
+
+def ended(code: int | None, signal: str | None = None, reason: str = "exited") -> dict:
+    return {**RUNNING, "ended_at": T0 + 100,
+            "exit": {"code": code, "signal": signal, "reason": reason, "attempts": 1}}
+
+
+def test_phases_of_a_running_job() -> None:
+    steps = make_steps(n=300, warmup_s=2.0)  # steps 1..10 end at T0+2 .. T0+20, 300 at +49
+    none = pd.DataFrame(columns=["t", "rank", "what"])
+    assert m.phase(RUNNING, EMPTY, none, now=T0) == "starting"
+    assert m.phase(RUNNING, None, None, now=T0) == "starting"
+    early = compiles((T0 - 30, None))
+    assert m.phase(RUNNING, EMPTY, early, now=T0) == "compiling"
+    assert m.phase(RUNNING, steps, early, now=T0 + 5.0) == "warm-up"
+    assert m.phase(RUNNING, steps, early, now=T0 + 22.5) == "steady"
+    late = compiles((T0 - 30, None), (T0 + 35.0, 0))
+    assert m.phase(RUNNING, steps.iloc[:0], late, now=T0 + 10) == "compiling"
+    midrun = steps[steps["t"] <= T0 + 34.0]
+    assert m.phase(RUNNING, midrun, late, now=T0 + 36.0) == "compiling"
+    assert m.phase(RUNNING, steps, late, now=T0 + 40.0) == "steady"
+    assert m.phase(RUNNING, steps, late, now=T0 + 40.0, warmup_steps=250) == "warm-up"
+
+
+def test_phases_of_an_ended_job() -> None:
+    steps = make_steps(n=100)
+    assert m.phase(ended(0), steps, None, now=T0 + 200) == "finished"
+    assert m.phase(ended(1), steps, None, now=T0 + 200) == "crashed"
+    assert m.phase(ended(None, "SIGKILL"), steps, None, now=T0 + 200) == "crashed"
+    assert m.phase(ended(-15, "SIGTERM", "stopped by user"), steps, None,
+                   now=T0 + 200) == "stopped"
+    assert m.phase(ended(0, None, "stop_request"), steps, None, now=T0 + 200) == "stopped"
+    assert m.phase({**RUNNING, "ended_at": T0 + 100}, steps, None, now=None) == "stopped"
+    # a replay before the end still shows the running phase
+    assert m.phase(ended(0), steps, None, now=T0 + 5.0) == "steady"
+    assert set(m.PHASES) == {"starting", "compiling", "warm-up", "steady", "finished",
+                             "crashed", "stopped"}
+
+
+# -- cost ----------------------------------------------------------------------------------
+
+def test_cost_so_far_bills_all_wall_time() -> None:
+    assert m.cost_so_far(TRN1_2XL, T0, T0 + 3600) == pytest.approx(1.34375)
+    assert m.cost_so_far(TRN1_2XL, T0, T0 + 7200, ended_at=T0 + 1800) == pytest.approx(
+        1.34375 / 2)
+    assert m.cost_so_far(TRN1_2XL, T0, None, ended_at=T0 + 1800) == pytest.approx(0.671875)
+    assert m.cost_so_far(TRN1_2XL, T0, T0 - 5) == 0.0
+    all_in = m.all_in_samples_per_dollar(320 * 3000, m.cost_so_far(TRN1_2XL, T0, T0 + 3600))
+    assert all_in == pytest.approx(960_000 / 1.34375)  # 714,418.6: compile hour included
+
+
+def test_projections() -> None:
+    # step 100 of 500 at 0.1 s/step: 40 s, 40/3600 x 1.34375 = $0.0149306
+    p = m.project_to_step(100, 500, 0.1, TRN1_2XL, spent_usd=1.0, now=T0)
+    assert p.remaining_s == pytest.approx(40.0)
+    assert p.remaining_usd == pytest.approx(0.014930555555)
+    assert p.total_usd == pytest.approx(1.014930555555)
+    assert p.eta == pytest.approx(T0 + 40.0)
+    assert m.project_to_step(600, 500, 0.1, TRN1_2XL).remaining_s == 0.0
+    no_price = m.project_to_step(100, 500, 0.1, None)
+    assert no_price.remaining_usd is None and no_price.total_usd is None
+    # 3 epochs of 1,281,167 at 320/s with 1,000,000 done: 2,843,501 / 320 = 8885.94 s
+    e = m.project_to_epochs(1_000_000, 3, 1_281_167, 320, TRN1_2XL)
+    assert e.remaining_s == pytest.approx(2_843_501 / 320)
+    assert e.remaining_usd == pytest.approx(2_843_501 / 320 / 3600 * 1.34375)
+
+
+NOTHING = [None, 0, 0.0, -1.0, math.nan, math.inf, "x"]
+
+
+@pytest.mark.parametrize("bad", NOTHING)
+def test_unknown_inputs_give_none_never_a_number(bad: object) -> None:
+    assert m.samples_per_dollar(bad, TRN1_2XL) is None
+    assert m.samples_per_dollar(320, bad) is None
+    assert m.all_in_samples_per_dollar(bad, 1.0) is None
+    assert m.all_in_samples_per_dollar(1000, bad) is None
+    assert m.cost_per_million_samples(bad, TRN1_2XL) is None
+    assert m.cost_per_million_samples(320, bad) is None
+    assert m.cost_per_epoch(bad, 320, TRN1_2XL) is None
+    assert m.cost_per_epoch(1000, bad, TRN1_2XL) is None
+    assert m.cost_per_epoch(1000, 320, bad) is None
+    assert m.price_per_neuroncore_hour(bad, 2) is None
+    assert m.cost_so_far(bad, T0, T0 + 10) is None
+    assert m.relative_price_performance(bad, 1.0, 320, 1.0) is None
+    assert m.project_to_step(100, 500, bad, TRN1_2XL) is None
+    assert m.project_to_step(100, bad, 0.1, TRN1_2XL) is None
+    assert m.project_to_epochs(0, 1, bad, 320, TRN1_2XL) is None
+    assert m.project_to_epochs(0, 1, 1000, bad, TRN1_2XL) is None
+
+
+def test_unknown_times_give_none() -> None:
+    assert m.cost_so_far(TRN1_2XL, None, T0) is None
+    assert m.cost_so_far(TRN1_2XL, math.nan, T0) is None
+    assert m.cost_so_far(TRN1_2XL, T0, None) is None
+    assert m.project_to_step(None, 500, 0.1, TRN1_2XL) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(ranks=st.integers(1, 4), step_s=st.floats(0.01, 5.0), batch=st.integers(1, 256),
+       price=st.floats(0.01, 100.0))
+def test_steady_throughput_is_batch_times_ranks_over_step_time(
+        ranks: int, step_s: float, batch: int, price: float) -> None:
+    steady = m.steady_state(make_steps(ranks=ranks, n=15, step_s=step_s, batch=batch))
+    expected = ranks * batch / step_s
+    assert steady.samples_per_s == pytest.approx(expected, rel=1e-6)
+    spd = m.samples_per_dollar(steady.samples_per_s, price)
+    assert spd == pytest.approx(expected * 3600 / price, rel=1e-6)
+    assert m.cost_per_million_samples(steady.samples_per_s, price) * spd == pytest.approx(1e6)
