@@ -63,7 +63,7 @@ def follow(reader: SessionReader, *, interval_s: float = 5.0, out: TextIO = sys.
             return ended
         if alive is not None and not alive():
             return None
-        time.sleep(min(0.5, interval_s))
+        time.sleep(min(1.0, interval_s))
 
 
 def _clock(seconds: float) -> str:

@@ -40,7 +40,8 @@ def update_meta(session_dir: Path, **changes: Any) -> dict[str, Any]:
 
 
 class EventWriter:
-    """One JSON object per line, flushed per line so a live reader sees it at once."""
+    """One JSON object per line. Buffered: the owner calls `flush()` once per loop tick, so a
+    burst of events costs one write, and a live reader sees them within a tick."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -51,13 +52,22 @@ class EventWriter:
         record = {"t": time.time() if t is None else t, "kind": kind, **fields}
         try:
             self._file.write(json.dumps(record, default=str) + "\n")
+        except (OSError, ValueError) as exc:
+            self._failed(exc)
+
+    def flush(self) -> None:
+        try:
             self._file.flush()
         except (OSError, ValueError) as exc:
-            self.failed_writes += 1
-            if self.failed_writes == 1:
-                print(f"neurotui: cannot write {self.path}: {exc}; training goes on, "
-                      "events are being lost", file=sys.stderr, flush=True)
+            self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        self.failed_writes += 1
+        if self.failed_writes == 1:
+            print(f"neurotui: cannot write {self.path}: {exc}; training goes on, "
+                  "events are being lost", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
+        self.flush()
+        with contextlib.suppress(OSError, ValueError):
             self._file.close()

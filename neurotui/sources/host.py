@@ -26,7 +26,8 @@ def host_sample() -> dict[str, Any]:
     }
 
 
-def process_role(proc: psutil.Process, leader_pid: int, parents: dict[int, int]) -> str:
+def process_role(proc: psutil.Process, leader_pid: int, parents: dict[int, int],
+                 launcher_is_torchrun: bool) -> str:
     """launcher / rank / worker (DataLoader or other child of a rank) / compiler."""
     try:
         name = proc.name()
@@ -35,12 +36,8 @@ def process_role(proc: psutil.Process, leader_pid: int, parents: dict[int, int])
         return "other"
     if "neuronx-cc" in name or "neuronx-cc" in cmdline or "neuron-cc" in cmdline:
         return "compiler"
-    launcher_is_torchrun = False
     if proc.pid == leader_pid:
-        return "launcher" if any(m in cmdline for m in _LAUNCHER_MARKERS) else "rank"
-    with contextlib.suppress(psutil.Error):
-        leader_cmd = " ".join(psutil.Process(leader_pid).cmdline()[:4])
-        launcher_is_torchrun = any(m in leader_cmd for m in _LAUNCHER_MARKERS)
+        return "launcher" if launcher_is_torchrun else "rank"
     depth, pid = 0, proc.pid
     while pid != leader_pid and pid in parents and depth < 32:
         pid, depth = parents[pid], depth + 1
@@ -51,9 +48,13 @@ def process_role(proc: psutil.Process, leader_pid: int, parents: dict[int, int])
 def process_rows(procs: list[psutil.Process], leader_pid: int) -> list[dict[str, Any]]:
     """Fields of a `procs` event; cpu is percent of one core since the previous sample."""
     parents: dict[int, int] = {}
+    launcher_is_torchrun = False
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             parents[proc.pid] = proc.ppid()
+            if proc.pid == leader_pid:
+                leader_cmd = " ".join(proc.cmdline()[:4])
+                launcher_is_torchrun = any(m in leader_cmd for m in _LAUNCHER_MARKERS)
     rows = []
     for proc in procs:
         try:
@@ -62,7 +63,7 @@ def process_rows(procs: list[psutil.Process], leader_pid: int) -> list[dict[str,
                     "pid": proc.pid,
                     "ppid": proc.ppid(),
                     "name": proc.name(),
-                    "role": process_role(proc, leader_pid, parents),
+                    "role": process_role(proc, leader_pid, parents, launcher_is_torchrun),
                     "cpu": proc.cpu_percent(),
                     "rss": proc.memory_info().rss,
                 })

@@ -151,6 +151,7 @@ class Supervisor:
             if now >= next_telemetry:
                 self._sample_telemetry(now)
                 next_telemetry = now + TELEMETRY_S
+            self.writer.flush()
             returncode = self.job.poll()
             if returncode is not None:
                 break
@@ -173,6 +174,7 @@ class Supervisor:
         """Sleep before a restart while still answering the control channel."""
         deadline = time.time() + delay
         while time.time() < deadline:
+            self.writer.flush()
             for key, _ in self.selector.select(timeout=min(TICK_S, deadline - time.time())):
                 if key.fileobj is self.server:
                     self._serve_one()
@@ -189,9 +191,19 @@ class Supervisor:
             reason = f"killed by {sig_name}"
         else:
             reason = "failed"
-        update_meta(self.dir, ended_at=time.time(), exit={
+        meta = update_meta(self.dir, ended_at=time.time(), exit={
             "code": code, "signal": sig_name, "reason": reason, "attempts": self.attempt + 1,
             "lost_events": self.writer.failed_writes})
+        try:  # the figures of the run, for `ls`, compare and anyone reading meta.json
+            # Imported here: pandas costs start-up time the supervisor needs only now.
+            from neurotui.session.reader import SessionReader
+            from neurotui.summary import summarize
+
+            reader = SessionReader(self.dir).load()
+            update_meta(self.dir, summary=summarize(meta, reader.steps(),
+                                                    reader.frame("compile")))
+        except Exception as exc:
+            print(f"neurotui: no summary for this run: {exc}", file=sys.stderr, flush=True)
 
     def _close(self) -> None:
         if self.telemetry is not None:

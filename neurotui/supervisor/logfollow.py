@@ -34,8 +34,12 @@ class LogFollower:
     _files: dict[Path, _Followed] = field(default_factory=dict)
     _step_counters: dict[int, int] = field(default_factory=dict)
     _samples_totals: dict[int, float] = field(default_factory=dict)
+    _probed_ranks: set[int] = field(default_factory=set)
 
     def poll(self, now: float) -> None:
+        # Ranks that report through the probe: their log step lines would be discarded by
+        # the reader anyway, so they are not written twice.
+        self._probed_ranks.update(layout.probe_files(self.session_dir))
         self._discover()
         for followed in self._files.values():
             self._read(followed, now)
@@ -74,6 +78,8 @@ class LogFollower:
         record = self.parser.parse(line)
         if isinstance(record, StepLine):
             rank = record.rank if record.rank is not None else (rank or 0)
+            if rank in self._probed_ranks:
+                return
             step = record.step
             if step is None:
                 step = self._step_counters.get(rank, 0) + 1

@@ -76,8 +76,44 @@ class LogTail:
             self._pending = b""
         lines = []
         for raw in parts:
-            if len(raw) > self.max_line_bytes:
-                raw = raw[:self.max_line_bytes] + b" [line cut]"
-            with contextlib.suppress(Exception):
-                lines.append(raw.decode("utf-8", errors="replace"))
+            text = raw[:self.max_line_bytes].decode("utf-8", errors="replace")
+            # The cut is marked with a control character: textsafe shows it as a visible
+            # escape, so it cannot be mistaken for the log's own text.
+            lines.append(text + "\x1a" if len(raw) > self.max_line_bytes else text)
         return lines
+
+
+class LogFollower:
+    """The log panel's source: follows the wanted choice, and the newest attempt's file.
+
+    `wanted=None` means "pick for me": rank 0's stdout once rank logs exist, else the launcher
+    log. Rank log files are looked up again every `rescan_s` (a restart adds files).
+    """
+
+    def __init__(self, session_dir: Path, rescan_s: float = 5.0) -> None:
+        self.session_dir = session_dir
+        self.rescan_s = rescan_s
+        self.choice: LogChoice | None = None
+        self.path: Path | None = None
+        self.ranks: tuple[int, ...] = ()
+        self._tail: LogTail | None = None
+        self._files: dict[int, list[Path]] = {}
+        self._scanned_at = -float("inf")
+
+    def poll(self, wanted: LogChoice | None, now: float) -> tuple[list[str], bool]:
+        """New lines, and whether they replace what was shown (another file)."""
+        if now - self._scanned_at >= self.rescan_s or now < self._scanned_at or (
+                wanted is not None and wanted.rank not in self._files
+                and wanted.rank != LAUNCHER):
+            with contextlib.suppress(OSError):
+                self._files = layout.rank_log_files(self.session_dir)
+            self.ranks = tuple(sorted(self._files))
+            self._scanned_at = now
+        choice = wanted or (LogChoice(min(self._files)) if self._files else LogChoice())
+        path = resolve(self.session_dir, choice, self._files)
+        reset = choice != self.choice or path != self.path or self._tail is None
+        if reset:
+            self.choice, self.path = choice, path
+            self._tail = LogTail(path)
+        assert self._tail is not None
+        return self._tail.read(), reset

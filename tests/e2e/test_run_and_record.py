@@ -32,6 +32,10 @@ def test_headless_cpu_run_records_both_ranks(sessions) -> None:
     m = meta(session)
     assert m["exit"]["code"] == 0 and m["exit"]["reason"] == "completed"
     assert m["versions"]["torch"] and m["ended_at"] > m["started_at"]
+    summary = m["summary"]
+    assert summary["steady_samples_per_s"] == pytest.approx(rate)
+    assert summary["total_samples"] == 2 * 40 * 8 and summary["ranks"] == 2
+    assert summary["time_to_first_step_s"] > 0
     exits = reader.events["proc_exit"]
     assert len(exits) == 1 and exits[0]["code"] == 0
     assert any("runner: done" in line for line in exits[0]["tail"]["0"])

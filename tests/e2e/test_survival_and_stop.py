@@ -112,3 +112,21 @@ def test_stop_is_graceful_and_leaves_no_process(sessions, supervised: bool) -> N
     events = SessionReader(session).load().events
     assert events["stop_request"][0]["by"] == "cli"
     assert events["stop_escalate"][0]["signal"] == "SIGINT"
+
+
+def test_restart_through_the_control_channel(sessions) -> None:
+    assert run_cli(sessions, "run", "--detach", "--stop-timeout", "5", "--",
+                   *torchrun_vit("--steps", "100000")).returncode == 0
+    session = wait_first_steps(sessions)
+    first_pid = meta(session)["job_pid"]
+    assert run_cli(sessions, "stop", "--restart").returncode == 0
+    wait_for(lambda: meta(session).get("attempt") == 1, 60, "the second attempt")
+    assert meta(session)["job_pid"] != first_pid
+    wait_for(lambda: 1 in set(SessionReader(session).load().steps()["attempt"]), 120,
+             "steps of the second attempt")
+    assert run_cli(sessions, "stop", timeout=120).returncode == 0
+    m = meta(session)
+    assert m["exit"]["reason"] == "stopped" and m["exit"]["attempts"] == 2
+    events = SessionReader(session).load().events
+    assert [e["attempt"] for e in events["proc_start"]] == [0, 1]
+    assert events["stop_request"][0]["restart"] is True

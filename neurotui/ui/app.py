@@ -1,0 +1,323 @@
+"""The dashboard app: follows one session folder and shows it; never touches the job itself
+except for a confirmed stop.
+
+Data flow: a thread worker, re-armed by a timer only after it finished (so polls never
+overlap and a slow disk never freezes the UI), asks the model for a fresh `DashboardState`
+and the log follower for new lines, and posts them as messages. `StateUpdated` messages
+coalesce: if the UI falls behind, it draws only the newest.
+
+Replay-ready: the app takes the clock and the model; a replay passes a recorded clock and a
+reader positioned in time, and the same screens show it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import locale
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState
+
+from neurotui.session.reader import SessionFormatError, SessionReader
+from neurotui.session.status import SessionStatus
+from neurotui.ui.clock import Clock, WallClock
+from neurotui.ui.logtail import LAUNCHER, STREAMS, LogChoice, LogFollower
+from neurotui.ui.messages import LogLines, StateUpdated, StopAnswered
+from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
+from neurotui.ui.screens.confirm_stop import ConfirmStop
+from neurotui.ui.screens.dashboard import DashboardScreen
+from neurotui.ui.screens.help import HelpScreen
+from neurotui.ui.themes import DARK, LIGHT, THEMES
+from neurotui.ui.widgets.logs import LogPanel
+
+DEFAULT_INTERVAL_S = 1.0
+"""One refresh a second: enough to follow training, cheap over SSH and on a busy host."""
+
+
+def want_ascii() -> bool:
+    """ASCII mode when asked (NEUROTUI_ASCII=1) or when the terminal's encoding is not UTF-8."""
+    flag = os.environ.get("NEUROTUI_ASCII")
+    if flag is not None:
+        return flag not in ("", "0", "no", "false")
+    encoding = getattr(sys.stdout, "encoding", None) or locale.getpreferredencoding(False)
+    return "utf" not in encoding.lower()
+
+
+class DashboardApp(App[int]):
+    CSS_PATH = "dashboard.tcss"
+    TITLE = "neurotui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", tooltip="close the dashboard; training keeps running"),
+        Binding("S", "stop_training", "Stop training"),
+        Binding("left_square_bracket", "rank(-1)", "Rank", key_display="["),
+        Binding("right_square_bracket", "rank(1)", "Rank", key_display="]"),
+        Binding("e", "toggle_stream", "stdout/stderr", show=False),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("t", "toggle_theme", "Theme", show=False),
+        Binding("a", "toggle_ascii", "ASCII", show=False),
+        Binding("z", "zoom", "Zoom", show=False),
+        Binding("escape", "unzoom", "Unzoom", show=False),
+    ]
+    ascii_mode: reactive[bool] = reactive(False)
+
+    def __init__(self, session_dir: Path, *, clock: Clock | None = None,
+                 model: DashboardModel | None = None, interval_s: float = DEFAULT_INTERVAL_S,
+                 ascii_mode: bool | None = None, theme: str | None = None,
+                 status: Callable[[], SessionStatus] | None = None) -> None:
+        super().__init__()
+        self.session_dir = Path(session_dir)
+        self.clock = clock or WallClock()
+        self.model = model or DashboardModel(
+            SessionReader(self.session_dir, telemetry_history=TELEMETRY_HISTORY), self.clock,
+            status=status)
+        self.interval_s = interval_s
+        self.follower = LogFollower(self.session_dir)
+        self.log_choice: LogChoice | None = None  # None: let the follower pick
+        self.last_state: DashboardState | None = None
+        self._poll_timer: Timer | None = None
+        self._poll_soon = False
+        self._polling = False
+        self._dashboard: DashboardScreen | None = None
+        for t in THEMES:
+            self.register_theme(t)
+        self.theme = theme or (LIGHT.name if os.environ.get("NEUROTUI_THEME") == "light"
+                               else DARK.name)
+        self._ascii_default = want_ascii() if ascii_mode is None else ascii_mode
+
+    # -- set-up --------------------------------------------------------------------------
+    def get_default_screen(self) -> Screen[None]:
+        self._dashboard = DashboardScreen(id="dashboard")
+        return self._dashboard
+
+    @property
+    def dashboard(self) -> DashboardScreen:
+        if self._dashboard is None:
+            raise LookupError("no dashboard screen yet")
+        return self._dashboard
+
+    def on_mount(self) -> None:
+        self.ascii_mode = self._ascii_default
+        self._poll()
+
+    def watch_ascii_mode(self, value: bool) -> None:
+        try:
+            screen = self.dashboard
+        except LookupError:
+            return
+        screen.set_class(value, "-ascii")
+        screen.redraw()
+
+    # -- polling -------------------------------------------------------------------------
+    def _poll(self) -> None:
+        if self._polling:
+            self._poll_soon = True
+            return
+        self._polling = True
+        self._refresh_worker(self.log_choice)
+
+    @work(thread=True, group="poll", exit_on_error=False)
+    def _refresh_worker(self, wanted: LogChoice | None) -> None:
+        state = self.model.refresh()
+        self.post_message(StateUpdated(state))
+        lines, reset = self.follower.poll(wanted, state.now)
+        if lines or reset:
+            choice = self.follower.choice or LogChoice()
+            path = self.follower.path
+            shown = None if path is None else (
+                str(path.relative_to(self.session_dir)) if path.is_relative_to(
+                    self.session_dir) else str(path))
+            if path is not None and not path.exists():
+                shown = None
+            self.post_message(LogLines(choice, lines, reset, shown))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "poll" or event.state not in (
+                WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return
+        self._polling = False
+        if event.state == WorkerState.ERROR:
+            # A dashboard bug must not take the view down: say so, and keep following.
+            self.notify(f"refresh failed: {event.worker.error!r}", severity="error",
+                        timeout=10, markup=False)
+        delay = 0.0 if self._poll_soon else self.interval_s
+        self._poll_soon = False
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+        self._poll_timer = self.set_timer(delay, self._poll)
+
+    def on_state_updated(self, message: StateUpdated) -> None:
+        self.last_state = message.state
+        self.dashboard.show_state(message.state)
+
+    def on_log_lines(self, message: LogLines) -> None:
+        if self.log_choice is not None and message.choice != self.log_choice:
+            return  # lines of a choice already left behind
+        panel = self.dashboard.query_one(LogPanel)
+        if message.reset or panel.choice != message.choice:
+            panel.set_choice(message.choice, message.path, len(self.follower.ranks))
+        panel.add_lines(message.lines, reset=message.reset)
+
+    # -- actions -------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Close the dashboard only: the supervisor owns the job, which keeps running."""
+        self.exit(self.exit_code_for_cli())
+
+    def exit_code_for_cli(self) -> int:
+        """The training's exit code once it ended (as --headless returns), else 0."""
+        meta = self.model.reader.meta
+        ended = meta.get("exit")
+        if not isinstance(ended, dict):
+            return 0
+        code = ended.get("code")
+        return code if isinstance(code, int) and code >= 0 else 1
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = LIGHT.name if self.current_theme.dark else DARK.name
+
+    def action_toggle_ascii(self) -> None:
+        self.ascii_mode = not self.ascii_mode
+
+    def action_zoom(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        elif screen.focused is not None:
+            screen.maximize(screen.focused)
+
+    def action_unzoom(self) -> None:
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+
+    def log_choices(self) -> list[LogChoice]:
+        ranks = set(self.follower.ranks)
+        if self.last_state is not None:
+            ranks |= set(self.last_state.ranks)
+        stream = (self.log_choice or self.follower.choice or LogChoice()).stream
+        return [LogChoice(), *(LogChoice(r, stream) for r in sorted(ranks))]
+
+    def action_rank(self, delta: int) -> None:
+        choices = self.log_choices()
+        current = self.log_choice or self.follower.choice or LogChoice()
+        ranks = [c.rank for c in choices]
+        i = ranks.index(current.rank) if current.rank in ranks else 0
+        self.show_log(choices[(i + delta) % len(choices)])
+
+    def action_toggle_stream(self) -> None:
+        current = self.log_choice or self.follower.choice or LogChoice()
+        if current.rank == LAUNCHER:
+            self.notify("the launcher log has one stream; pick a rank with [ or ]")
+            return
+        other = STREAMS[(STREAMS.index(current.stream) + 1) % len(STREAMS)]
+        self.show_log(LogChoice(current.rank, other))
+
+    def show_log(self, choice: LogChoice) -> None:
+        self.log_choice = choice
+        panel = self.dashboard.query_one(LogPanel)
+        panel.set_choice(choice, None, len(self.follower.ranks))
+        panel.clear()
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+        self._poll()
+
+    def action_stop_training(self) -> None:
+        state = self.last_state
+        if state is not None and not state.header.running:
+            self.notify(f"training is not running ({state.header.status})")
+            return
+        name = state.header.session if state else self.session_dir.name
+        self.push_screen(ConfirmStop(name), self._stop_confirmed)
+
+    def _stop_confirmed(self, stop: bool | None) -> None:
+        if stop:
+            self.notify("stopping training...")
+            self._stop_worker()
+        else:
+            self.notify("training keeps running")
+
+    @work(thread=True, group="stop", exit_on_error=False)
+    def _stop_worker(self) -> None:
+        from neurotui.supervisor import control, direct_stop
+
+        try:
+            control.send(self.session_dir, {"cmd": "stop", "by": "dashboard"})
+        except (OSError, ValueError):
+            # No supervisor answers: stop the job directly, with the same escalation.
+            try:
+                code = direct_stop.stop_unsupervised(self.session_dir)
+            except Exception as exc:
+                self.post_message(StopAnswered(False, f"could not stop the job: {exc}"))
+                return
+            self.post_message(StopAnswered(code == 0, "stopped (no supervisor answered)"
+                                           if code == 0 else "the job was not running"))
+            return
+        self.post_message(StopAnswered(True, "stop requested: SIGINT, then SIGTERM, then "
+                                             "SIGKILL; the dashboard shows when it ends"))
+
+    def on_stop_answered(self, message: StopAnswered) -> None:
+        self.notify(message.text, severity="information" if message.ok else "error",
+                    markup=False)
+        self._poll_soon = True
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Stop training", "Stop the job (asks first)",
+                            self.action_stop_training)
+        yield SystemCommand("Help", "Keys and what the panels show", self.action_help)
+        yield SystemCommand("Light / dark", "Switch between the light and dark theme",
+                            self.action_toggle_theme)
+        yield SystemCommand("ASCII mode", "Draw charts with plain ASCII characters",
+                            self.action_toggle_ascii)
+        for choice in self.log_choices():
+            yield SystemCommand(f"Log: {choice.label()}", "Show this log in the log panel",
+                                lambda c=choice: self.show_log(c))
+
+
+def run_dashboard(session_dir: Path, *, interval_s: float = DEFAULT_INTERVAL_S,
+                  ascii_mode: bool | None = None, theme: str | None = None) -> int:
+    """Show the dashboard until the user quits; returns the training's exit code once it has
+    ended, else 0 (training goes on). Blocking."""
+    session_dir = Path(session_dir)
+    try:
+        app = DashboardApp(session_dir, interval_s=interval_s, ascii_mode=ascii_mode,
+                           theme=theme)
+    except SessionFormatError as exc:
+        print(f"neurotui: {exc}", file=sys.stderr)
+        return 2
+    code = app.run()
+    state = app.last_state
+    if state is not None and state.header.running:
+        print(f"neurotui: dashboard closed; training goes on. `neurotui attach "
+              f"{session_dir.name}` follows it again, `neurotui stop {session_dir.name}` "
+              "stops it.", file=sys.stderr)
+    if app.return_code not in (0, None):
+        return app.return_code or 1
+    return code if isinstance(code, int) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m neurotui.ui.app",
+                                     description="Show the neurotui dashboard for a session.")
+    parser.add_argument("session_dir", type=Path)
+    parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S)
+    parser.add_argument("--ascii", action="store_true", default=None)
+    parser.add_argument("--theme", choices=[t.name for t in THEMES])
+    args = parser.parse_args(argv)
+    return run_dashboard(args.session_dir, interval_s=args.interval, ascii_mode=args.ascii,
+                         theme=args.theme)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

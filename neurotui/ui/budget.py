@@ -1,0 +1,33 @@
+"""Spend at most a share of one core on a recurring expensive computation.
+
+Some views need the whole run (steady state over every step; the reader's full step table).
+Their cost grows with the run, so instead of a fixed period they run again only after
+`cost / share` seconds: a 40 ms recompute at a 2% share runs at most every 2 s. The dashboard
+then follows any run size within its CPU budget; big runs just refresh those views less often.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+class Budget:
+    def __init__(self, share: float, min_interval_s: float = 0.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.share = share
+        self.min_interval_s = min_interval_s
+        self._monotonic = monotonic
+        self._next = -float("inf")
+        self.last_cost_s = 0.0
+
+    def due(self) -> bool:
+        return self._monotonic() >= self._next
+
+    def start(self) -> float:
+        return self._monotonic()
+
+    def spent(self, started: float) -> None:
+        now = self._monotonic()
+        self.last_cost_s = now - started
+        self._next = now + max(self.min_interval_s, self.last_cost_s / self.share)

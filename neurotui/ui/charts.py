@@ -1,0 +1,74 @@
+"""Text charts: sparklines, bars and one-character heat cells. Block elements by default,
+plain ASCII on request: no braille anywhere (it breaks in many SSH/tmux font setups)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+ASCII_LEVELS = " .:-=+*#%@"
+EIGHTHS = " ▏▎▍▌▋▊▉█"
+MISSING_CELL = "?"
+
+
+def _levels(ascii_mode: bool) -> str:
+    return ASCII_LEVELS if ascii_mode else BLOCKS
+
+
+def resample(values: Sequence[float], width: int) -> list[float]:
+    """At most `width` points: consecutive values averaged (NaN-aware) when there are more."""
+    if width <= 0 or not len(values):
+        return []
+    arr = np.asarray(values, dtype=float)
+    if len(arr) <= width:
+        return arr.tolist()
+    out = []
+    for part in np.array_split(arr, width):
+        finite = part[np.isfinite(part)]
+        out.append(float(finite.mean()) if len(finite) else math.nan)
+    return out
+
+
+def level(value: float, top: float, ascii_mode: bool = False) -> str:
+    """One cell for `value` on a 0..top scale; a blank cell is zero, `?` is unknown."""
+    chars = _levels(ascii_mode)
+    if not math.isfinite(value):
+        return MISSING_CELL
+    if top <= 0 or value <= 0:
+        return chars[0]
+    steps = len(chars) - 1
+    return chars[max(1, min(steps, math.ceil(value / top * steps)))]
+
+
+def sparkline(values: Sequence[float], width: int, ascii_mode: bool = False,
+              top: float | None = None, gap: str = " ") -> str:
+    """`values` squeezed into `width` cells; NaN (no data in that slot) is `gap`."""
+    points = resample(values, width)
+    finite = [v for v in points if math.isfinite(v)]
+    if top is None:
+        top = max(finite) if finite else 0.0
+    return "".join(gap if not math.isfinite(v) else level(v, top, ascii_mode) for v in points)
+
+
+def heat(values: Sequence[float | None], ascii_mode: bool = False, top: float = 100.0) -> str:
+    """One cell per value (per CPU, per core): pinned cores stand out at a glance."""
+    return "".join(level(math.nan if v is None else float(v), top, ascii_mode) for v in values)
+
+
+def bar(fraction: float | None, width: int, ascii_mode: bool = False) -> str:
+    """A horizontal bar `width` cells wide; unknown is a row of `?`."""
+    if width <= 0:
+        return ""
+    if fraction is None or not math.isfinite(fraction):
+        return MISSING_CELL * min(width, 3) + " " * max(0, width - 3)
+    fraction = min(1.0, max(0.0, fraction))
+    if ascii_mode:
+        full = round(fraction * width)
+        return "#" * full + " " * (width - full)
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (EIGHTHS[part] if part and full < width else "")
+    return text + " " * (width - len(text))

@@ -1,0 +1,39 @@
+"""Messages from the worker threads to the UI."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from neurotui.ui.logtail import LogChoice
+from neurotui.ui.model import DashboardState
+
+
+class StateUpdated(Message):
+    """A fresh view of the session. Only the newest matters: an older one still queued is
+    dropped (coalesced) rather than drawn."""
+
+    def __init__(self, state: DashboardState) -> None:
+        super().__init__()
+        self.state = state
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, StateUpdated)
+
+
+class LogLines(Message):
+    """Lines of the followed log; `reset` when they replace what is shown (a new choice)."""
+
+    def __init__(self, choice: LogChoice, lines: list[str], reset: bool = False,
+                 path: str | None = None) -> None:
+        super().__init__()
+        self.choice = choice
+        self.lines = lines
+        self.reset = reset
+        self.path = path
+
+
+class StopAnswered(Message):
+    def __init__(self, ok: bool, text: str) -> None:
+        super().__init__()
+        self.ok = ok
+        self.text = text

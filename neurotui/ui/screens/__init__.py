@@ -1,0 +1,1 @@
+"""Screens: the dashboard, its help, and the stop confirmation."""

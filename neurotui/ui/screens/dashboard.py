@@ -1,0 +1,48 @@
+"""The dashboard: header, throughput, accelerator, host, processes, alerts, log, footer."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from neurotui.ui.model import DashboardState
+from neurotui.ui.widgets.accelerator import AcceleratorPanel
+from neurotui.ui.widgets.alerts import AlertsPanel
+from neurotui.ui.widgets.header import SessionHeader
+from neurotui.ui.widgets.host import HostPanel
+from neurotui.ui.widgets.logs import LogPanel
+from neurotui.ui.widgets.processes import ProcessesPanel
+from neurotui.ui.widgets.throughput import ThroughputPanel
+
+
+class DashboardScreen(Screen[None]):
+    # Panels pick their detail from their own size; the screen only shares out the rows.
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
+
+    def compose(self) -> ComposeResult:
+        yield SessionHeader()
+        with Horizontal(id="top"):
+            yield ThroughputPanel(id="throughput")
+            yield AcceleratorPanel(id="accelerator")
+        with Horizontal(id="middle"):
+            yield HostPanel(id="host")
+            yield ProcessesPanel(id="processes")
+        yield AlertsPanel(id="alerts")
+        yield LogPanel()
+        yield Footer()
+
+    def show_state(self, state: DashboardState) -> None:
+        self.query_one(SessionHeader).show(state.header)
+        self.query_one(ThroughputPanel).show(state.throughput)
+        self.query_one(AcceleratorPanel).show(state.accelerator)
+        self.query_one(HostPanel).show(state.host)
+        self.query_one(ProcessesPanel).show(state.procs)
+        self.query_one(AlertsPanel).show((state.alerts, state.problems))
+
+    def redraw(self) -> None:
+        """Repaint every panel (a display setting changed, not the data)."""
+        for panel in self.query("SessionHeader, Panel"):
+            panel.refresh()

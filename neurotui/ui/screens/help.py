@@ -1,0 +1,56 @@
+"""What the panels mean and which keys do what."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+HELP = """\
+neurotui dashboard: follows one session folder live (it reads files, never the job).
+
+Keys
+  q, ctrl+q   close the dashboard; training keeps running (neurotui attach reopens it)
+  S           stop training (asks first): SIGINT, then SIGTERM, then SIGKILL
+  [ ]         previous / next rank in the log panel (the launcher log comes first)
+  e           log panel: switch between the rank's stdout and stderr
+  tab         move between panels;  z  zoom the focused panel;  escape  unzoom
+  t           light / dark theme
+  a           ASCII mode (no block characters; for terminals without them)
+  ctrl+p      command palette;  ? or f1  this help
+
+Panels
+  header      session, instance, price per hour, elapsed, cost so far, phase; step, ETA and
+              projected cost when the run has a step target
+  Throughput  samples/s now (last 30 s) and steady state (warm-up steps left out); step time
+              over the whole run; per-rank median step time (recent steps), straggler marked;
+              samples per dollar now, steady, and all-in (whole bill so far)
+  Accelerator per NeuronCore / GPU utilisation and memory, or why there is no telemetry
+  Host        per-CPU utilisation (cells; pinned ones stand out), memory, load
+  Processes   the job's process tree with CPU% (of one core) and RSS
+  Alerts      each with the numbers it was raised on
+  Log         the chosen log's tail, shown literally (escape sequences appear as \\x1b...)
+
+Missing numbers are shown as n/a with the reason, never as zero.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss_help", "Close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 96; max-width: 100%; height: auto; max-height: 100%;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = "Help (escape closes)"
+            yield Static(HELP, markup=False)
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,56 @@
+"""Alerts, each with the evidence it was raised on."""
+
+from __future__ import annotations
+
+from textual.content import Content
+
+from neurotui.ui.alerts import Alert
+from neurotui.ui.textsafe import visible_text
+from neurotui.ui.widgets.panel import Line, Panel
+from neurotui.ui.widgets.styles import MUTED, SEVERITY_MARKS, SEVERITY_STYLES
+from neurotui.ui.widgets.wrap import wrapped
+
+
+class AlertsPanel(Panel):
+    TITLE = "Alerts"
+
+    def show(self, state: tuple[tuple[Alert, ...], str | None]) -> None:
+        super().show(state)
+        alerts, _ = state
+        self.border_title = f"Alerts: {len(alerts)}" if alerts else "Alerts"
+        self.set_class(bool(alerts), "-active")
+
+    def lines(self, state: tuple[tuple[Alert, ...], str | None], width: int,
+              height: int) -> list[Line]:
+        alerts, problems = state
+        full = self._lines(alerts, problems, width, compact=False)
+        return full if len(full) <= height else self._lines(alerts, problems, width, True)
+
+    def _lines(self, alerts: tuple[Alert, ...], problems: str | None, width: int,
+               compact: bool) -> list[Line]:
+        out: list[Line] = []
+        if not alerts:
+            out.append((10, Content.styled("no alerts", MUTED)))
+        for n, alert in enumerate(alerts):
+            top = 100 - n * 10  # every alert's title before any alert's evidence
+            mark = SEVERITY_MARKS.get(alert.severity, ("●", "*"))[1 if self.ascii_mode else 0]
+            style = SEVERITY_STYLES.get(alert.severity, "bold")
+            evidence = [visible_text(e) for e in alert.evidence]
+            if compact and evidence:
+                # Short of room: the title carries the first piece of evidence.
+                out.append((top, Content.assemble((f"{mark} {alert.title}", style),
+                                                  (f": {evidence[0]}", ""))))
+                evidence = evidence[1:]
+            else:
+                out.append((top, Content.styled(f"{mark} {alert.title}", style)))
+            for line in evidence:
+                out.extend(wrapped(line, width, "", top - 60, indent="    ", first_indent="  ",
+                                   max_lines=3 if compact else None))
+            if alert.advice:
+                arrow = "->" if self.ascii_mode else "→"
+                out.extend(wrapped(f"{arrow} {alert.advice}", width, MUTED, top - 70,
+                                   indent="     ", first_indent="  ",
+                                   max_lines=2 if compact else None))
+        if problems:
+            out.extend(wrapped(f"session files: {visible_text(problems)}", width, MUTED, 5))
+        return out

@@ -1,0 +1,78 @@
+"""Two header lines: what runs where and at what price, then progress and the way out."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widget import Widget
+
+from neurotui.ui import fmt
+from neurotui.ui.model import HeaderState
+from neurotui.ui.widgets.styles import ERROR, LABEL, MUTED, PHASE_STYLES, VALUE, WARN
+
+
+class SessionHeader(Widget):
+    DEFAULT_CSS = """
+    SessionHeader {
+        dock: top;
+        height: 2;
+        background: $panel;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: HeaderState | None = None
+
+    def show(self, state: HeaderState) -> None:
+        if state != self.state:
+            self.state = state
+            self.refresh()
+
+    def render(self) -> Content:
+        s = self.state
+        if s is None:
+            return Content.styled(" neurotui: reading the session...", MUTED)
+        width = self.content_size.width
+        return Content("\n").join([self._first(s, width), self._second(s, width)])
+
+    def _first(self, s: HeaderState, width: int) -> Content:
+        phase = (f" {s.phase.upper()} ", f"reverse {PHASE_STYLES.get(s.phase, VALUE)}")
+        price = (fmt.usd(s.price_per_hour) + "/h", VALUE) if s.price_per_hour is not None \
+            else ("no price", WARN)
+        right = Content.assemble(
+            (s.instance or "instance unknown", VALUE if s.instance else MUTED), "  ", price,
+            "  ", (fmt.duration(s.elapsed_s), VALUE), "  ",
+            ((fmt.usd(s.cost_usd) + " so far") if s.cost_usd is not None else "cost n/a",
+             VALUE if s.cost_usd is not None else MUTED), "  ", phase)
+        room = max(8, width - right.cell_length - 3)
+        name = s.session if len(s.session) <= room else "…" + s.session[-(room - 1):]
+        left = Content.assemble(" ", (name, "bold"))
+        gap = max(1, width - left.cell_length - right.cell_length)
+        return Content.assemble(left, " " * gap, right)
+
+    def _second(self, s: HeaderState, width: int) -> Content:
+        parts: list[str | tuple[str, str]] = [" "]
+        step = "no step yet" if s.step is None else f"step {s.step:,}"
+        if s.step_target is not None:
+            step += f"/{s.step_target:,}"
+        parts.append((step, VALUE if s.step is not None else MUTED))
+        if s.step_target is not None:
+            if s.eta_s is not None:
+                parts += ["  ", ("ETA ", LABEL), (fmt.short_duration(s.eta_s), VALUE)]
+                if s.projected_usd is not None:
+                    parts += ["  ", ("projected ", LABEL), (fmt.usd(s.projected_usd), VALUE)]
+            if s.projection_note:
+                parts += ["  ", (s.projection_note, MUTED)]
+        if not s.running:
+            detail = f"{s.status}" + (f": {s.status_detail}" if s.status_detail and
+                                      s.status_detail != s.status else "")
+            parts += ["  ", (detail, ERROR if s.status in ("lost", "failed") else MUTED)]
+        left = Content.assemble(*parts)
+        hint = "q closes this view, training continues" if s.running else "q quits"
+        right = Content.styled(hint + " ", MUTED)
+        if left.cell_length + right.cell_length + 1 > width:
+            right = Content.styled(("q: training continues " if s.running else "") , MUTED)
+        gap = max(1, width - left.cell_length - right.cell_length)
+        return Content.assemble(left, " " * gap, right)

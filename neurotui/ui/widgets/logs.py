@@ -1,0 +1,38 @@
+"""The chosen log's tail, shown literally: lines are Text objects (never markup) and
+control characters appear as visible escapes (textsafe.py)."""
+
+from __future__ import annotations
+
+from textual.widgets import RichLog
+
+from neurotui.ui.logtail import LogChoice
+from neurotui.ui.textsafe import safe_text
+
+MAX_LINES = 1000
+
+
+class LogPanel(RichLog):
+    DEFAULT_CSS = """
+    LogPanel {
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
+                         auto_scroll=True, id="logs")
+        self.choice: LogChoice | None = None
+        self.border_title = "Log"
+
+    def set_choice(self, choice: LogChoice, path: str | None, ranks: int) -> None:
+        self.choice = choice
+        keys = "[ ] rank  e stdout/stderr" if ranks else ""
+        where = path or "no such log file (yet)"
+        self.border_title = f"Log: {choice.label()}"
+        self.border_subtitle = f"{where}  {keys}".strip()
+
+    def add_lines(self, lines: list[str], reset: bool = False) -> None:
+        if reset:
+            self.clear()
+        for line in lines:
+            self.write(safe_text(line), scroll_end=None)

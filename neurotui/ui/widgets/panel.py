@@ -1,0 +1,58 @@
+"""Base of the dashboard panels: render a frozen state to lines fitted to the panel's size.
+
+Panels draw only when their state changed (states are frozen dataclasses compared by value),
+so a quiet run costs almost nothing to display. Each panel picks what to show for its size:
+the essentials first, detail as the terminal grows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.content import Content
+from textual.widget import Widget
+
+Line = tuple[int, Content]
+"""A line and its priority: when space is short the lowest priorities go first."""
+
+
+def fit(lines: list[Line], height: int) -> list[Content]:
+    """Keep the most important lines that fit `height`, in their original order."""
+    if len(lines) <= height:
+        return [c for _, c in lines]
+    ranked = sorted(range(len(lines)), key=lambda i: (-lines[i][0], i))[:max(0, height)]
+    return [lines[i][1] for i in sorted(ranked)]
+
+
+class Panel(Widget, can_focus=True):
+    TITLE: ClassVar[str] = ""
+    DEFAULT_CSS = """
+    Panel {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id)
+        self.state: Any = None
+        self.border_title = self.TITLE
+
+    def show(self, state: Any) -> None:
+        if state != self.state:
+            self.state = state
+            self.refresh()
+
+    @property
+    def ascii_mode(self) -> bool:
+        return bool(getattr(self.app, "ascii_mode", False))
+
+    def render(self) -> Content:
+        if self.state is None:
+            return Content.styled("reading the session...", "$text-muted")
+        size = self.content_size
+        lines = self.lines(self.state, max(1, size.width), max(1, size.height))
+        return Content("\n").join(fit(lines, max(1, size.height)))
+
+    def lines(self, state: Any, width: int, height: int) -> list[Line]:
+        raise NotImplementedError

@@ -1,0 +1,46 @@
+"""The run summary, checked by hand: the issue's arithmetic on a recorded steps table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from neurotui.summary import summarize
+
+
+def steps_table(ranks: int = 2, n: int = 50, dt: float = 0.1, batch: int = 16,
+                t0: float = 1000.0) -> pd.DataFrame:
+    rows = [{"t": t0 + i * dt, "rank": r, "step": i, "samples": float(batch), "loss": 1.0,
+             "dt": dt, "src": "probe", "attempt": 0}
+            for i in range(1, n + 1) for r in range(ranks)]
+    return pd.DataFrame(rows)
+
+
+def test_two_workers_batch_16_at_a_tenth_of_a_second_on_trn1_2xlarge() -> None:
+    meta = {"started_at": 990.0, "ended_at": 1005.0, "price": {"usd_per_hour": 1.34375}}
+    s = summarize(meta, steps_table(), pd.DataFrame())
+    assert s["steady_samples_per_s"] == pytest.approx(320.0)
+    assert s["samples_per_dollar_steady"] == pytest.approx(857_302.3, abs=0.1)
+    assert s["time_to_first_step_s"] == pytest.approx(10.1)
+    assert s["total_samples"] == 1600
+    assert s["cost_usd"] == pytest.approx(15 / 3600 * 1.34375)
+    # All-in: 1600 samples over the whole 15 s bill (10 s of it before the first step).
+    assert s["samples_per_dollar_all_in"] == pytest.approx(1600 / (15 / 3600 * 1.34375))
+    assert s["samples_per_dollar_all_in"] < s["samples_per_dollar_steady"]
+    assert s["usd_per_million_samples"] == pytest.approx(1e6 / 857_302.3, rel=1e-6)
+
+
+def test_without_a_price_the_money_figures_are_missing_not_zero() -> None:
+    s = summarize({"started_at": 990.0, "ended_at": 1005.0, "price": None}, steps_table(),
+                  pd.DataFrame())
+    assert s["steady_samples_per_s"] == pytest.approx(320.0)
+    for key in ("cost_usd", "samples_per_dollar_steady", "samples_per_dollar_all_in",
+                "usd_per_million_samples"):
+        assert s[key] is None
+
+
+def test_no_steps_at_all() -> None:
+    s = summarize({"started_at": 990.0, "ended_at": 1005.0}, pd.DataFrame(
+        columns=["t", "rank", "step", "samples", "loss", "dt", "src", "attempt"]),
+        pd.DataFrame())
+    assert s["ranks"] == 0 and s["steady_samples_per_s"] is None and s["steps"] is None
