@@ -219,9 +219,9 @@ def throughput_series(steps: pd.DataFrame, bucket_s: float = DEFAULT_BUCKET_S,
     """Whole-job samples/s (all ranks summed) in time buckets, for the throughput chart.
 
     Columns: t (bucket start), seconds (time the bucket covers), samples, samples_per_s.
-    Buckets start at `start` (the run's started_at; default: the first step) and run to
-    `end` (now or ended_at; default: the last step). Buckets with no steps are 0, so compile
-    stalls show as gaps. The last bucket is usually partial: it is rated over the time it
+    Buckets start at `start` (the run's started_at; default: when the first step began) and
+    run to `end` (now or ended_at; default: the last step). Buckets with no steps are 0, so
+    compile stalls show as gaps. The last bucket is usually partial: it is rated over the time it
     covers, and left out while it covers less than half a bucket (too noisy to show).
     """
     columns = ["t", "seconds", "samples", "samples_per_s"]
@@ -232,7 +232,8 @@ def throughput_series(steps: pd.DataFrame, bucket_s: float = DEFAULT_BUCKET_S,
     df = df[np.isfinite(df["t"].astype(float))]
     samples = df["samples_covered"].fillna(0.0)
     t0 = _num(start) if start is not None else None
-    t0 = float(df["t"].min()) if t0 is None else t0
+    if t0 is None:  # when the first step began, if its duration is known
+        t0 = float((df["t"] - df["step_time"].fillna(0.0) * df["steps_covered"]).min())
     t1 = _num(end) if end is not None else None
     t1 = float(df["t"].max()) if t1 is None else t1
     if t1 <= t0:

@@ -167,6 +167,7 @@ class Supervisor:
         sig_name = signal.Signals(-returncode).name if returncode < 0 else None
         self.writer.write("proc_exit", attempt=self.attempt, pid=self.job.pid, code=code,
                           signal=sig_name, tail=self.follower.tail_lines())
+        self.writer.flush()
         restart_asked = restart_asked or bool(self.stopping and self.stopping.restart_after)
         return code, sig_name, restart_asked and not self.leaving
 
@@ -191,6 +192,7 @@ class Supervisor:
             reason = f"killed by {sig_name}"
         else:
             reason = "failed"
+        self.writer.flush()  # every event is on disk before meta.json says the run ended
         meta = update_meta(self.dir, ended_at=time.time(), exit={
             "code": code, "signal": sig_name, "reason": reason, "attempts": self.attempt + 1,
             "lost_events": self.writer.failed_writes})

@@ -23,6 +23,7 @@ class FakeIMDS(BaseHTTPRequestHandler):
     instance_type = "trn1.2xlarge"
     region = "us-east-1"
     delay_s = 0.0
+    release = threading.Event()
     requests: ClassVar[list[tuple[str, str, str | None]]] = []
 
     def log_message(self, *args: object) -> None:  # keep the test output clean
@@ -40,7 +41,7 @@ class FakeIMDS(BaseHTTPRequestHandler):
         ttl = self.headers.get(imds.TOKEN_TTL_HEADER)
         self.requests.append(("PUT", self.path, ttl))
         if self.delay_s:
-            time.sleep(self.delay_s)
+            self.release.wait(self.delay_s)
         if self.path != imds.TOKEN_PATH or not ttl or not ttl.isdigit():
             self._reply(400)
             return
@@ -60,6 +61,8 @@ class FakeIMDS(BaseHTTPRequestHandler):
 
 
 class QuietServer(ThreadingHTTPServer):
+    daemon_threads = False  # server_close() waits for the handlers: no sockets left behind
+
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # the client hung up first (the timeout tests): expected
 
@@ -109,6 +112,7 @@ def test_fake_service_really_requires_the_token(fake_imds) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         opener.open(url + imds.INSTANCE_TYPE_PATH, timeout=2)
     assert err.value.code == 401
+    err.value.close()
 
 
 def test_endpoint_from_environment(fake_imds, monkeypatch) -> None:
@@ -150,11 +154,13 @@ def test_unresponsive_service_gives_up_after_the_timeout() -> None:
 
 
 def test_slow_token_answer_times_out() -> None:
-    handler = type("Slow", (FakeIMDS,), {"requests": [], "delay_s": 1.0})
+    handler = type("Slow", (FakeIMDS,), {"requests": [], "delay_s": 5.0,
+                                         "release": threading.Event()})
     for url, _ in _serve(handler):
         start = time.monotonic()
         assert detect_instance(url, timeout_s=0.2) is None
         assert time.monotonic() - start < 1.0
+        handler.release.set()
 
 
 def test_region_failure_keeps_the_instance_type() -> None:

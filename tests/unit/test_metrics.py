@@ -187,6 +187,10 @@ def test_throughput_series_sums_ranks_per_bucket() -> None:
     assert list(series["t"]) == [T0 + 10 * i for i in range(5)]
     assert series["samples_per_s"].to_numpy() == pytest.approx([320.0] * 5, rel=0.01)
     assert series["samples"].sum() == pytest.approx(m.total_samples(steps))
+    # without a start: from when the first step began (T0), not when it ended
+    default = m.throughput_series(steps, bucket_s=10.0)
+    assert default["t"].iloc[0] == pytest.approx(T0)
+    assert default["samples_per_s"].to_numpy() == pytest.approx([320.0] * 5, rel=0.01)
 
 
 def test_throughput_series_shows_compile_gaps_as_zero() -> None:
