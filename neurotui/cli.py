@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_stop(args, root)
         if args.command == "attach":
             return cmd_attach(args, root)
-        # `neurotui` alone: follow the running session.
+        # `neurotui` alone: the dashboard on the running session.
         args.session, args.headless, args.interval = None, not sys.stdout.isatty(), 5.0
         return cmd_attach(args, root)
     except (SessionNotFound, SessionFormatError) as exc:
@@ -211,8 +211,11 @@ def follow_session(session_dir: Path, interval: float, *, headless: bool) -> int
     from neurotui import headless as headless_mode
 
     if not headless:
-        print("neurotui: the dashboard is not built yet; following in headless mode",
-              file=sys.stderr)
+        if sys.stdout.isatty() and sys.stdin.isatty():
+            from neurotui.ui.app import run_dashboard
+
+            return run_dashboard(session_dir)  # it says how to come back if training goes on
+        print("neurotui: not a terminal; following in headless mode", file=sys.stderr)
     reader = SessionReader(session_dir)
     try:
         ended = headless_mode.follow(reader, interval_s=interval,
