@@ -8,6 +8,7 @@ dashboard's death, nor the supervisor's own death can stop training.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import signal
@@ -296,11 +297,9 @@ class Supervisor:
         self.stopping = _Stopping(sig, deadline, restart)
         self.writer.write("stop_escalate", signal=sig.name)
         self.tree.refresh()
-        if sig == signal.SIGINT:
-            self.tree.signal_group(sig)  # the launcher forwards it to its ranks
-        else:
-            self.tree.signal_group(sig)
-            self.tree.signal_all(sig)
+        self.tree.signal_group(sig)  # SIGINT: the launcher forwards it to its ranks
+        if sig != signal.SIGINT:
+            self.tree.signal_all(sig)  # ranks live in sessions of their own (torchrun)
 
     def _escalate_stop(self, now: float) -> None:
         if self.stopping is None or now < self.stopping.deadline:
@@ -327,8 +326,6 @@ class Supervisor:
 
 
 def _json_line(data: dict[str, Any]) -> bytes:
-    import json
-
     return json.dumps(data).encode() + b"\n"
 
 

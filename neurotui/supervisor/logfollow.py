@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,7 +96,7 @@ class LogFollower:
             if dt is None and record.throughput and samples:
                 dt = samples / record.throughput
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
-                              loss=_finite_or_nan(record.loss), dt=dt, phases=None, src="log",
+                              loss=record.loss, dt=dt, phases=None, src="log",
                               attempt=self.attempt)
         elif isinstance(record, CompileLine):
             self.writer.write("compile", t=now, rank=rank, what=record.what, line=line[:2000])
@@ -105,8 +104,3 @@ class LogFollower:
     def tail_lines(self) -> dict[str, list[str]]:
         return {("launcher" if k is None else str(k)): list(v) for k, v in self.tails.items()}
 
-
-def _finite_or_nan(value: float | None) -> float | None:
-    if value is None:
-        return None
-    return value if not math.isinf(value) else math.nan
