@@ -1,4 +1,4 @@
-"""Command line: run, attach, ls, stop."""
+"""Command line: run, attach, ls, stop, compare, export."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from neurotui import __version__
+from neurotui import __version__, compare, export
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("session", nargs="?")
     stop.add_argument("--restart", action="store_true", help="stop and start it again")
     stop.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
+
+    compare.add_parser(sub)
+    export.add_parser(sub)
     return p
 
 
@@ -95,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_stop(args, root)
         if args.command == "attach":
             return cmd_attach(args, root)
+        if args.command == "compare":
+            return compare.run(args, root)
+        if args.command == "export":
+            return export.run(args, root)
         # `neurotui` alone: the dashboard on the running session.
         args.session, args.headless, args.interval = None, not sys.stdout.isatty(), 5.0
         return cmd_attach(args, root)

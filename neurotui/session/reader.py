@@ -3,6 +3,11 @@
 Tolerant by design: a truncated last line, garbage lines and unknown kinds are counted and
 reported, never fatal. A newer format version is refused with a clear message, because
 guessing at a future schema would show wrong numbers.
+
+Fast load: parsing millions of JSON lines takes minutes, so the first poll of a reader
+restores what an earlier reader took from the files (neurotui.session.cache) and then reads
+only the bytes appended since; a reader that had to parse a finished session (or a long run)
+itself leaves such a cache behind.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from neurotui.session import layout
+from neurotui.session import cache, layout
 from neurotui.session.writer import FORMAT_VERSION
 
 KNOWN_KINDS = frozenset({
@@ -34,6 +39,9 @@ TELEMETRY_KINDS = frozenset({"host", "procs", "neuron", "gpu"})
 DEFAULT_TELEMETRY_HISTORY = 3600
 _SOURCES = ("probe", "log")
 _MAX_BAD_LOCATIONS = 5
+# Codes of the non-step kinds in the event index (what the cache keeps of them).
+_INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
+_KIND_CODE = {kind: code for code, kind in enumerate(_INDEXED_KINDS)}
 
 
 class SessionFormatError(ValueError):
@@ -66,9 +74,18 @@ class _Tail:
     """Read position in one append-only file; a partial last line waits for its newline."""
 
     path: Path
+    name: str
+    """Relative to the session folder (how the cache names it)."""
+    sid: int
+    """Stream number in the event index."""
     offset: int = 0
     line_no: int = 0
     pending: bytes = b""
+
+    @property
+    def taken(self) -> int:
+        """Bytes of complete lines taken: where a re-read would resume."""
+        return self.offset - len(self.pending)
 
 
 @dataclass
@@ -116,26 +133,58 @@ class _StepColumns:
         }).copy()  # own the memory: the arrays are reused for the next batch
 
 
+class _EventIndex:
+    """Where each non-step event came from (stream, byte offset, length, kind): the cache
+    keeps this instead of the events, and re-reads only the ones a reader keeps."""
+
+    # 15 bytes an event: a live reader keeps this for the whole run.
+    _TYPES = {"stream": ("h", "int16"), "offset": ("q", "int64"), "length": ("i", "int32"),
+              "kind": ("b", "int8")}
+
+    def __init__(self) -> None:
+        self.stream, self.offset, self.length, self.kind = (
+            array(code) for code, _ in self._TYPES.values())
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({name: np.frombuffer(getattr(self, name), dtype=dtype)
+                             for name, (_, dtype) in self._TYPES.items()})
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> _EventIndex:
+        index = cls()
+        for name, (_, dtype) in cls._TYPES.items():
+            getattr(index, name).frombytes(df[name].to_numpy(dtype=dtype).tobytes())
+        return index
+
+
 class SessionReader:
     """Incremental reader: call `poll()` to take in what was appended since the last call.
 
     Steps are kept whole (they are the run's record); high-rate telemetry kinds keep the last
     `telemetry_history` events each (None: all), so following a long run stays bounded.
+    `use_cache=False` ignores and never writes the session's cache (see module docstring).
     """
 
     def __init__(self, session_dir: Path | str,
-                 telemetry_history: int | None = DEFAULT_TELEMETRY_HISTORY) -> None:
+                 telemetry_history: int | None = DEFAULT_TELEMETRY_HISTORY, *,
+                 use_cache: bool = True) -> None:
         self.dir = Path(session_dir)
         self.meta = load_meta(self.dir)
         self.problems = ReadProblems()
         self.telemetry_history = telemetry_history
+        self.use_cache = use_cache
+        self.cache_state = "unused"
+        """'unused', 'restored', 'written' or 'restored+written' (after the first poll)."""
+        self._polled = False
         self._tails: dict[Path, _Tail] = {}
         self._new = _StepColumns()
         self._steps_df = _StepColumns().frame()
+        self._phases_df: pd.DataFrame | None = None
         self._phase_rows: list[dict[str, Any]] = []
         self._probed_ranks: set[int] = set()
         self._logged_ranks: set[int] = set()
         self._purge_log_ranks: set[int] = set()
+        self._index = _EventIndex()
         self.events: dict[str, list[dict[str, Any]] | deque[dict[str, Any]]] = {}
 
     # -- reading -------------------------------------------------------------------------
@@ -145,14 +194,27 @@ class SessionReader:
         `final=True` treats a last line with no newline as truncated (the writer is gone).
         """
         added = 0
+        first = not self._polled
+        self._polled = True
+        if first and self.use_cache:
+            added += self._restore()
+        restored_bytes = self._bytes_taken()
         for path in self._stream_paths():
             tail = self._tails.get(path)
             if tail is None:
-                tail = self._tails[path] = _Tail(path)
-            added += self._read_tail(tail, final)
+                tail = self._tails[path] = _Tail(
+                    path, path.relative_to(self.dir).as_posix(), len(self._tails))
+            added += self._read_tail(tail)
         # On failure keep the last good meta: it is rewritten atomically, so this is transient.
         with contextlib.suppress(SessionFormatError):
             self.meta = load_meta(self.dir)
+        if first and self.use_cache:
+            self._save(self._bytes_taken() - restored_bytes)
+        if final:
+            for tail in self._tails.values():
+                if tail.pending.strip():
+                    self.problems.truncated_lines += 1
+                    tail.pending = b""
         return added
 
     def load(self) -> SessionReader:
@@ -168,7 +230,8 @@ class SessionReader:
         yield self.dir / layout.EVENTS
         yield from (p for _, p in sorted(layout.probe_files(self.dir).items()))
 
-    def _read_tail(self, tail: _Tail, final: bool) -> int:
+    def _read_tail(self, tail: _Tail) -> int:
+        """Take the complete lines appended to one stream; a partial last line waits."""
         try:
             with open(tail.path, "rb") as f:
                 f.seek(tail.offset)
@@ -178,26 +241,127 @@ class SessionReader:
         except OSError as exc:
             self._bad(tail, f"{exc}")
             return 0
+        start = tail.taken
         tail.offset += len(chunk)
         data = tail.pending + chunk
         lines = data.split(b"\n")
         tail.pending = lines.pop()
-        if final and tail.pending.strip():
-            self.problems.truncated_lines += 1
-            tail.pending = b""
         added = 0
         for raw in lines:
             tail.line_no += 1
             if raw.strip():
-                added += self._take(raw, tail)
+                added += self._take(raw, tail, start)
+            start += len(raw) + 1
         return added
+
+    def _bytes_taken(self) -> int:
+        return sum(tail.taken for tail in self._tails.values())
+
+    # -- cache ---------------------------------------------------------------------------
+    def _restore(self) -> int:
+        """Take the session's cache, if valid; returns the records it added (0: none)."""
+        read = cache.load(self.dir)
+        if read is None or not set(read.kinds) <= KNOWN_KINDS:
+            return 0
+        try:
+            events = self._cached_events(read)
+        except (OSError, ValueError, KeyError, IndexError):
+            return 0  # the files disagree with the index after all: read them instead
+        for sid, source in enumerate(read.sources):
+            path = self.dir / source.name
+            self._tails[path] = _Tail(path, source.name, sid, source.offset, source.line_no)
+        self._steps_df = read.steps
+        self._phases_df = read.phases if len(read.phases.columns) else None
+        # The cache's kind codes follow its own list: translate them to this version's.
+        codes = np.array([_KIND_CODE[k] for k in read.kinds] or [0], dtype="int8")
+        self._index = _EventIndex.from_frame(read.events.assign(
+            kind=codes[read.events["kind"].to_numpy(dtype="int64")]))
+        self.events = events
+        self._probed_ranks = set(read.probed_ranks)
+        self._logged_ranks = set(read.logged_ranks)
+        p = read.problems
+        self.problems.bad_lines = int(p.get("bad_lines", 0))
+        self.problems.truncated_lines = int(p.get("truncated_lines", 0))
+        self.problems.unknown_kinds.update({str(k): int(n) for k, n in
+                                            dict(p.get("unknown_kinds", {})).items()})
+        self.problems.locations[:] = [str(x) for x in p.get("locations", [])]
+        self.cache_state = "restored"
+        return len(read.steps) + sum(len(bucket) for bucket in events.values())
+
+    def _cached_events(self, read: cache.CachedRead
+                       ) -> dict[str, list[dict[str, Any]] | deque[dict[str, Any]]]:
+        """The events this reader keeps, parsed again from the byte ranges the index gives
+        (the last `telemetry_history` of each telemetry kind: a few thousand lines)."""
+        index = read.events
+        streams = index["stream"].to_numpy()
+        offsets = index["offset"].to_numpy()
+        lengths = index["length"].to_numpy()
+        codes = index["kind"].to_numpy()
+        out: dict[str, list[dict[str, Any]] | deque[dict[str, Any]]] = {}
+        files: dict[int, Any] = {}
+        try:
+            for code, kind in enumerate(read.kinds):
+                rows = np.flatnonzero(codes == code)
+                if not len(rows):
+                    continue
+                limited = kind in TELEMETRY_KINDS and self.telemetry_history is not None
+                if limited:
+                    keep = max(0, int(self.telemetry_history or 0))
+                    rows = rows[len(rows) - keep:] if keep else rows[:0]
+                records = []
+                for row in rows:
+                    sid = int(streams[row])
+                    f = files.get(sid)
+                    if f is None:
+                        f = files[sid] = open(self.dir / read.sources[sid].name, "rb")  # noqa: SIM115
+                    f.seek(int(offsets[row]))
+                    record = json.loads(f.read(int(lengths[row])))
+                    if not isinstance(record, dict) or record.get("kind") != kind:
+                        raise ValueError("index out of step with the file")
+                    records.append(record)
+                out[kind] = deque(records, maxlen=self.telemetry_history) if limited else records
+        finally:
+            for f in files.values():
+                f.close()
+        return out
+
+    def _save(self, new_bytes: int) -> None:
+        """Leave a cache for the next reader when this one parsed much itself."""
+        if new_bytes <= 0 or self._bytes_taken() < cache.MIN_SOURCE_BYTES:
+            return
+        if self.running and new_bytes < cache.RUNNING_MIN_NEW_BYTES:
+            return  # a live run keeps growing: cache it only when that saves much
+        sources = []
+        position = np.full(len(self._tails), -1, dtype="int16")  # stream -> place in sources
+        for tail in sorted(self._tails.values(), key=lambda x: x.sid):
+            if tail.taken == 0 and not tail.path.exists():
+                continue  # no events.jsonl (yet): nothing to stamp, read whole when it comes
+            stamp = cache.stamp_source(self.dir, tail.name, tail.taken, tail.line_no)
+            if stamp is None:
+                return
+            position[tail.sid] = len(sources)
+            sources.append(stamp)
+        events = self._index.frame()
+        events["stream"] = position[events["stream"].to_numpy()]
+        problems = self.problems
+        read = cache.CachedRead(
+            sources=sources, steps=self.steps(), phases=self.phases(),
+            events=events, kinds=list(_INDEXED_KINDS),
+            problems={"bad_lines": problems.bad_lines,
+                      "truncated_lines": problems.truncated_lines,
+                      "unknown_kinds": dict(problems.unknown_kinds),
+                      "locations": list(problems.locations)},
+            probed_ranks=sorted(self._probed_ranks), logged_ranks=sorted(self._logged_ranks))
+        if cache.save(self.dir, read):
+            self.cache_state = ("restored+" if self.cache_state == "restored" else "") + "written"
 
     def _bad(self, tail: _Tail, why: str) -> None:
         self.problems.bad_lines += 1
         if len(self.problems.locations) < _MAX_BAD_LOCATIONS:
-            self.problems.locations.append(f"{tail.path.name}:{tail.line_no} ({why})")
+            # Relative to the session folder: probe/rank-3.jsonl:12 says which rank's file.
+            self.problems.locations.append(f"{tail.name}:{tail.line_no} ({why})")
 
-    def _take(self, raw: bytes, tail: _Tail) -> int:
+    def _take(self, raw: bytes, tail: _Tail, start: int) -> int:
         try:
             record = json.loads(raw)
         except ValueError:
@@ -220,6 +384,12 @@ class SessionReader:
             limited = kind in TELEMETRY_KINDS and self.telemetry_history is not None
             bucket = self.events[kind] = deque(maxlen=self.telemetry_history) if limited else []
         bucket.append(record)
+        if self.use_cache:
+            index = self._index
+            index.stream.append(tail.sid)
+            index.offset.append(start)
+            index.length.append(len(raw))
+            index.kind.append(_KIND_CODE[kind])
         return 1
 
     def _take_step(self, r: dict[str, Any], tail: _Tail) -> int:
@@ -274,7 +444,12 @@ class SessionReader:
 
     def phases(self) -> pd.DataFrame:
         """Per-step phase timings (data, forward, ...) where the script reported them."""
-        return pd.DataFrame(self._phase_rows)
+        if self._phase_rows:
+            chunk = pd.DataFrame(self._phase_rows)
+            self._phase_rows = []
+            self._phases_df = (chunk if self._phases_df is None
+                               else pd.concat([self._phases_df, chunk], ignore_index=True))
+        return self._phases_df if self._phases_df is not None else pd.DataFrame()
 
     def frame(self, kind: str) -> pd.DataFrame:
         return pd.DataFrame(list(self.events.get(kind, ())))

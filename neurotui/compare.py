@@ -1,0 +1,471 @@
+"""Compare runs side by side: one row per session, like the reference study's table.
+
+Each row: instance and accelerator, cores used, global batch, DataLoader workers, time to the
+first step (compile), steady-state step time (median, p90), throughput, price, samples per
+dollar (steady and all-in) and price-performance relative to a baseline session. The figures
+come from neurotui.summary.summarize, so compare, the dashboard and meta.json's summary agree.
+A figure that cannot be known is missing (None / NaN / "n/a"), never 0.
+
+`neurotui compare S1 S2 ... [--baseline S] [--format table|markdown|csv|json]`;
+`compare_frame()` gives the rows as a DataFrame and `throughput_overlay()` the samples/s
+curves of several runs on one time axis, for the dashboard's compare screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import re
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from neurotui import metrics
+from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
+from neurotui.session.paths import SessionNotFound, find_session
+from neurotui.session.reader import SessionFormatError, SessionReader
+from neurotui.session.status import session_status
+from neurotui.summary import summarize
+
+FORMATS = ("table", "markdown", "csv", "json")
+MISSING = "n/a"
+_RUNNING_STATES = frozenset({"running", "unsupervised", "starting"})
+# `--workers 4`, `--workers=4` and the spellings of common training scripts.
+_WORKER_FLAGS = ("--workers", "--num-workers", "--num_workers", "--dataloader-num-workers",
+                 "--dataloader_num_workers")
+_WORKERS_RE = re.compile(r"^(" + "|".join(re.escape(f) for f in _WORKER_FLAGS) + r")=(\d+)$")
+_NICE_BUCKETS_S = (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200)
+OVERLAY_POINTS = 300
+"""About this many points per curve in throughput_overlay() when no bucket is given."""
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    """Table and markdown header."""
+    kind: str
+    """How the table shows it: text, int, ms, s, rate, usd, count, ratio."""
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("session", "SESSION", "text"),
+    Column("state", "STATE", "text"),
+    Column("instance_type", "INSTANCE", "text"),
+    Column("accelerator", "ACCELERATOR", "text"),
+    Column("cores_used", "CORES", "int"),
+    Column("global_batch", "BATCH", "count"),
+    Column("workers", "WORKERS", "int"),
+    Column("time_to_first_step_s", "FIRST STEP", "s"),
+    Column("step_time_median_s", "STEP MEDIAN", "ms"),
+    Column("step_time_p90_s", "STEP P90", "ms"),
+    Column("samples_per_s", "SAMPLES/S", "rate"),
+    Column("usd_per_hour", "PRICE/H", "usd"),
+    Column("samples_per_dollar_steady", "SAMPLES/$", "count"),
+    Column("samples_per_dollar_all_in", "SAMPLES/$ ALL-IN", "count"),
+    Column("relative_price_performance", "RELATIVE", "ratio"),
+)
+"""What `neurotui compare` shows, in order. Data rows hold these keys and EXTRA_KEYS."""
+EXTRA_KEYS = ("cores_available", "baseline", "problems", "path")
+"""Also in every row (CSV, JSON, DataFrame), not in the text table."""
+_INT_KEYS = ("cores_used", "workers", "cores_available")
+_TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "problems", "path")
+
+
+@dataclass
+class LoadedSession:
+    """What a comparison needs of one session, read once."""
+
+    path: Path
+    meta: dict[str, Any]
+    steps: pd.DataFrame
+    compiles: pd.DataFrame
+    problems: str | None
+    """The reader's summary of skipped lines, with file and line ("events.jsonl:2 ...")."""
+    state: str
+    """session_status: completed, failed, stopped, running, unsupervised, lost, ..."""
+    last_seen: float | None
+    """Time of the last record of any kind (where a run without an end record stopped)."""
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def running(self) -> bool:
+        return self.state in _RUNNING_STATES
+
+
+def load_session(path: Path) -> LoadedSession:
+    """Read one session for comparing; SessionFormatError when meta.json is unusable."""
+    # One record of each telemetry kind is enough to know when the run was last alive; the
+    # cache spares re-parsing the steps (see neurotui.session.cache).
+    reader = SessionReader(path, telemetry_history=1).load()
+    steps = reader.steps()
+    times = [float(bucket[-1]["t"]) for bucket in reader.events.values() if bucket]
+    if len(steps):
+        times.append(float(steps["t"].max()))
+    return LoadedSession(path=Path(path), meta=reader.meta, steps=steps,
+                         compiles=reader.frame("compile"), problems=reader.problems.summary(),
+                         state=session_status(path).state,
+                         last_seen=max(times) if times else None)
+
+
+# -- figures ------------------------------------------------------------------------------
+
+def dataloader_workers(meta: dict[str, Any]) -> int | None:
+    """DataLoader workers from `--workers N` (or --num-workers ...) in the user's command."""
+    command = meta.get("user_command") or []
+    if not isinstance(command, list):
+        return None
+    tokens = [str(x) for x in command]
+    if meta.get("shell"):  # one shell line: split it as the shell would
+        try:
+            tokens = shlex.split(" ".join(tokens))
+        except ValueError:
+            tokens = " ".join(tokens).split()
+    found = None
+    for i, token in enumerate(tokens):
+        m = _WORKERS_RE.match(token)
+        if m:
+            found = int(m.group(2))
+        elif token in _WORKER_FLAGS and i + 1 < len(tokens) and tokens[i + 1].isdigit():
+            found = int(tokens[i + 1])
+    return found  # the last one wins, as with argparse
+
+
+def global_batch(steps: pd.DataFrame) -> int | float | None:
+    """Samples per step of the whole job: each rank's median samples per step, summed over
+    the ranks of the latest attempt. None when a rank does not report its samples."""
+    if not len(steps):
+        return None
+    latest = steps[steps["attempt"] == steps["attempt"].max()]
+    per_rank = pd.to_numeric(latest["samples"], errors="coerce").groupby(latest["rank"]).median()
+    if per_rank.isna().any() or not len(per_rank):
+        return None
+    total = float(per_rank.sum())
+    if total <= 0:
+        return None
+    return int(total) if total.is_integer() else total
+
+
+def instance_figures(instance_type: str | None,
+                     table: PriceTable | None = None) -> tuple[str | None, int | None]:
+    """('1x Trainium', 2 cores) from the price table's specs; Nones when the type is unknown."""
+    if not instance_type:
+        return None, None
+    try:
+        spec = (table or builtin_table()).spec(instance_type)
+    except UnknownInstanceError:
+        return None, None
+    name = spec.accelerator
+    if name and spec.accelerators:
+        name = f"{spec.accelerators}x {name}"
+    return name, spec.neuron_cores or spec.gpus
+
+
+def session_row(session: LoadedSession, *, table: PriceTable | None = None,
+                now: float | None = None) -> dict[str, Any]:
+    """One comparison row (relative price-performance and baseline filled in by
+    compare_rows). `now` matters only for a running session (default: the clock)."""
+    meta = session.meta
+    end = None
+    if meta.get("ended_at") is None:
+        # Running: up to now. Ended without an end record (lost): up to its last record,
+        # not to now, or its bill would grow for ever.
+        end = (time.time() if now is None else now) if session.running else session.last_seen
+    figures = summarize(meta, session.steps, session.compiles, now=end)
+    instance_type = (meta.get("instance") or {}).get("type")
+    accelerator, cores_available = instance_figures(instance_type, table)
+    return {
+        "session": session.name,
+        "state": session.state,
+        "instance_type": instance_type,
+        "accelerator": accelerator,
+        "cores_used": figures["ranks"] or None,
+        "global_batch": global_batch(session.steps),
+        "workers": dataloader_workers(meta),
+        "time_to_first_step_s": figures["time_to_first_step_s"],
+        "step_time_median_s": figures["step_time_median_s"],
+        "step_time_p90_s": figures["step_time_p90_s"],
+        "samples_per_s": figures["steady_samples_per_s"],
+        "usd_per_hour": figures["usd_per_hour"],
+        "samples_per_dollar_steady": figures["samples_per_dollar_steady"],
+        "samples_per_dollar_all_in": figures["samples_per_dollar_all_in"],
+        "relative_price_performance": None,
+        "cores_available": cores_available,
+        "baseline": False,
+        "problems": session.problems,
+        "path": str(session.path),
+    }
+
+
+def compare_rows(sessions: Sequence[Path | LoadedSession], baseline: int = 0, *,
+                 table: PriceTable | None = None,
+                 now: float | None = None) -> list[dict[str, Any]]:
+    """Rows in the given order; `baseline` is the index of the session the others are
+    measured against (its relative figure is 1.0 when its samples per dollar is known)."""
+    loaded = [s if isinstance(s, LoadedSession) else load_session(s) for s in sessions]
+    rows = [session_row(s, table=table, now=now) for s in loaded]
+    if rows:
+        base = rows[baseline]
+        base["baseline"] = True
+        for row in rows:
+            row["relative_price_performance"] = _ratio(row["samples_per_dollar_steady"],
+                                                       base["samples_per_dollar_steady"])
+    return rows
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    if not _known(value) or not _known(base) or base <= 0:  # type: ignore[operator]
+        return None
+    return float(value) / float(base)  # type: ignore[arg-type]
+
+
+def rows_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as a DataFrame: text columns, Int64 counts (<NA> when missing) and float64
+    figures (NaN when missing); one row per session, in order."""
+    keys = [c.key for c in COLUMNS] + list(EXTRA_KEYS)
+    df = pd.DataFrame([{k: row.get(k) for k in keys} for row in rows], columns=keys)
+    for key in keys:
+        if key in _INT_KEYS:
+            df[key] = pd.array([row.get(key) for row in rows], dtype="Int64")
+        elif key == "baseline":
+            df[key] = df[key].astype(bool)
+        elif key not in _TEXT_KEYS:
+            df[key] = pd.to_numeric(df[key], errors="coerce").astype("float64")
+    return df
+
+
+def compare_frame(sessions: Sequence[Path | LoadedSession], baseline: int = 0, *,
+                  table: PriceTable | None = None, now: float | None = None) -> pd.DataFrame:
+    """compare_rows() as a DataFrame (see rows_frame), for the dashboard's compare screen."""
+    return rows_frame(compare_rows(sessions, baseline, table=table, now=now))
+
+
+# -- throughput over time -----------------------------------------------------------------
+
+def overlay_bucket_s(durations: Sequence[float | None], points: int = OVERLAY_POINTS) -> float:
+    """A round bucket giving about `points` points on the longest run (10 s at least)."""
+    longest = max((d for d in durations if _known(d)), default=0.0)
+    want = longest / max(1, points)
+    return float(next((b for b in _NICE_BUCKETS_S if b >= want), _NICE_BUCKETS_S[-1]))
+
+
+def throughput_overlay(sessions: Sequence[Path | LoadedSession],
+                       bucket_s: float | None = None, *,
+                       now: float | None = None) -> pd.DataFrame:
+    """Whole-job samples/s over time of several runs on one axis, to overlay in a chart.
+
+    Long format, columns session, t_s (seconds since that session started, at the bucket's
+    start), samples_per_s. One bucket size for all (default: a round size giving about
+    OVERLAY_POINTS points on the longest run), so the curves compare. Compile time shows as
+    0 samples/s at the start of each curve.
+    """
+    loaded = [s if isinstance(s, LoadedSession) else load_session(s) for s in sessions]
+    spans = []
+    for s in loaded:
+        started = _float(s.meta.get("started_at"))
+        end = _float(s.meta.get("ended_at"))
+        if end is None:
+            end = (time.time() if now is None else now) if s.running else s.last_seen
+        spans.append((started, end))
+    bucket = bucket_s or overlay_bucket_s(
+        [e - b if b is not None and e is not None else None for b, e in spans])
+    parts = []
+    for s, (started, end) in zip(loaded, spans, strict=True):
+        series = metrics.throughput_series(s.steps, bucket, start=started, end=end)
+        if not len(series):
+            continue
+        origin = started if started is not None else float(series["t"].iloc[0])
+        parts.append(pd.DataFrame({"session": s.name,
+                                   "t_s": series["t"].to_numpy(dtype=float) - origin,
+                                   "samples_per_s": series["samples_per_s"].to_numpy(float)}))
+    if not parts:
+        return pd.DataFrame({"session": pd.Series(dtype=object),
+                             "t_s": pd.Series(dtype=float),
+                             "samples_per_s": pd.Series(dtype=float)})
+    return pd.concat(parts, ignore_index=True)
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _known(value):
+        return None
+    return float(value)
+
+
+def _known(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return False
+    if isinstance(value, float | np.floating):
+        return math.isfinite(value)
+    return True
+
+
+def format_value(value: Any, kind: str) -> str:
+    """How the table and markdown show one figure; MISSING when unknown."""
+    if not _known(value):
+        return MISSING
+    if kind == "text":
+        return str(value)
+    v = float(value)
+    if kind == "int":
+        return f"{int(v)}"
+    if kind == "ms":
+        return f"{v * 1000:.1f} ms"
+    if kind == "s":
+        return f"{v:.1f} s"
+    if kind == "rate":
+        return f"{v:,.1f}"
+    if kind == "usd":
+        whole, cents = f"{v:.5f}".rstrip("0").split(".")  # $1.34375, $0.7582, $21.50
+        return f"${whole}.{cents.ljust(2, '0')}"
+    if kind == "count":
+        return f"{v:,.0f}"
+    if kind == "ratio":
+        return f"{v:.2f}x"
+    raise ValueError(f"unknown column kind {kind!r}")
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    cells = [format_value(row.get(c.key), c.kind) for c in COLUMNS]
+    cores = COLUMNS.index(next(c for c in COLUMNS if c.key == "cores_used"))
+    if _known(row.get("cores_used")) and _known(row.get("cores_available")):
+        cells[cores] = f"{int(row['cores_used'])}/{int(row['cores_available'])}"
+    return cells
+
+
+def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    base = next((r for r in rows if r.get("baseline")), None)
+    notes = []
+    if base is not None and len(rows) > 1:
+        notes.append(f"RELATIVE: samples per dollar (steady state) against {base['session']}; "
+                     "> 1 is the better deal.")
+    notes.append("CORES: ranks used / cores of the instance. BATCH: samples per step, all ranks.")
+    notes.append("STEP, SAMPLES/S, SAMPLES/$: steady state (steps 11.. of each rank); "
+                 "ALL-IN: all samples over the whole bill, compile included.")
+    notes.extend(f"{r['session']}: {r['problems']}" for r in rows if r.get("problems"))
+    return notes
+
+
+def render_table(rows: Sequence[dict[str, Any]]) -> str:
+    headers = [c.header for c in COLUMNS]
+    body = [_cells(row) for row in rows]
+    widths = [max(len(x) for x in column) for column in zip(headers, *body, strict=True)]
+    left = {i for i, c in enumerate(COLUMNS) if c.kind == "text"}
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(w) if i in left else cell.rjust(w)
+                         for i, (cell, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    out = [line(headers), *(line(cells) for cells in body)]
+    return "\n".join([*out, "", *_footnotes(rows)]) + "\n"
+
+
+def render_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    aligns = ["---" if c.kind == "text" else "---:" for c in COLUMNS]
+    out = [line([c.header.lower() for c in COLUMNS]), "|" + "|".join(aligns) + "|",
+           *(line(_cells(row)) for row in rows)]
+    return "\n".join([*out, "", *(f"- {note}" for note in _footnotes(rows))]) + "\n"
+
+
+def render_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """Raw figures (seconds, USD, full precision); a missing figure is an empty field."""
+    keys = [c.key for c in COLUMNS] + list(EXTRA_KEYS)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(keys)
+    for row in rows:
+        writer.writerow(["" if not _known(row.get(k)) else _plain(row[k]) for k in keys])
+    return buf.getvalue()
+
+
+def render_json(rows: Sequence[dict[str, Any]]) -> str:
+    """A list of row objects with raw figures; a missing figure is null."""
+    keys = [c.key for c in COLUMNS] + list(EXTRA_KEYS)
+    data = [{k: _plain(row.get(k)) if _known(row.get(k)) else None for k in keys}
+            for row in rows]
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python numbers; whole floats of count columns stay as they are."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+RENDERERS = {"table": render_table, "markdown": render_markdown, "csv": render_csv,
+             "json": render_json}
+
+
+def render(rows: Sequence[dict[str, Any]], fmt: str = "table") -> str:
+    return RENDERERS[fmt](rows)
+
+
+# -- command line -------------------------------------------------------------------------
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "compare", help="compare runs side by side (throughput, samples per dollar)",
+        description="One row per session: instance, cores, batch, compile time, steady step "
+                    "time, throughput, price and samples per dollar, relative to a baseline.")
+    p.add_argument("sessions", nargs="+", metavar="SESSION",
+                   help="folder name under sessions/ or any unique part of it")
+    p.add_argument("--baseline", metavar="SESSION",
+                   help="the session the others are measured against (default: the first)")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    return p
+
+
+def run(args: argparse.Namespace, root: Path) -> int:
+    """`neurotui compare`: 0 when every session was read; 1 when some could not be (named on
+    stderr, the others still compared); 2 when a name matches no session or none is read."""
+    try:
+        paths = _unique([find_session(root, name) for name in args.sessions])
+        base_path = find_session(root, args.baseline) if args.baseline else paths[0]
+    except SessionNotFound as exc:
+        print(f"neurotui: {exc}", file=sys.stderr)
+        return 2
+    if base_path not in paths:
+        paths.insert(0, base_path)
+    loaded: list[LoadedSession] = []
+    failed = 0
+    for path in paths:
+        try:
+            loaded.append(load_session(path))
+        except SessionFormatError as exc:
+            print(f"neurotui: cannot compare {path.name}: {exc}", file=sys.stderr)
+            failed += 1
+    if not loaded:
+        return 2
+    for s in loaded:
+        if s.problems:
+            print(f"neurotui: {s.path}: {s.problems}", file=sys.stderr)
+    names = [s.path for s in loaded]
+    baseline = names.index(base_path) if base_path in names else 0
+    if base_path not in names:
+        print(f"neurotui: baseline {base_path.name} unreadable; relative to {names[0].name}",
+              file=sys.stderr)
+    sys.stdout.write(render(compare_rows(loaded, baseline), args.format))
+    return 1 if failed else 0
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    """Each session once (named twice, or by two unique parts), in the order given."""
+    return list(dict.fromkeys(paths))

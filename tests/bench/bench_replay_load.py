@@ -1,0 +1,215 @@
+"""Benchmark: opening a 24-hour, 32-rank session (3 million events) for replay and compare.
+
+Generates a finished session in a temporary folder: 32 ranks' probe files with a step about
+every second for 24 hours, plus 1 Hz host (128 CPUs) and process-tree telemetry in
+events.jsonl, about 1 GB of JSON lines in all. Then measures:
+
+- bare parse: json.loads on every line of every file (the floor for any JSON-lines reader);
+- cold load: SessionReader.load() + steps() with no cache (it writes the cache as it ends;
+  that part is shown on its own);
+- cached load: the same with the cache, for the dashboard's telemetry window (300 samples
+  per kind), the reader's default window (3600) and compare's (1): target under 1 s;
+- full compare: compare_rows() + the text table in this process (target under 3 s), and
+  `neurotui compare` as a fresh process (imports included).
+
+    .venv/bin/python tests/bench/bench_replay_load.py               # 3M events, ~3 minutes
+    .venv/bin/python tests/bench/bench_replay_load.py --events 300000   # quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from neurotui import compare  # noqa: E402
+from neurotui.session import cache  # noqa: E402
+from neurotui.session.reader import SessionReader  # noqa: E402
+
+CACHED_TARGET_S = 1.0
+COMPARE_TARGET_S = 3.0
+T0 = 1_780_000_000.0
+
+
+def generate(session: Path, events: int = 3_000_000, ranks: int = 32, hours: float = 24.0,
+             cpus: int = 128, workers_per_rank: int = 1) -> int:
+    """Write a finished session of about `events` events; returns the exact count.
+
+    Lines are formatted with f-strings, and the per-second telemetry payloads are built
+    once and cycled: json.dumps per record would take longer than the loads measured.
+    """
+    seconds = int(hours * 3600)
+    per_rank = max(1, (events - 2 * seconds - 3) // ranks)
+    step_s = seconds / per_rank
+    (session / "probe").mkdir(parents=True)
+    (session / "logs").mkdir()
+    command = ["torchrun", f"--nproc_per_node={ranks}", "train_vit.py", "--batch-size", "16",
+               "--workers", "4"]
+    meta = {"format": 1, "id": session.name, "name": "bench", "started_at": T0 - 600.0,
+            "ended_at": T0 + seconds + 5.0, "user_command": command, "command": command,
+            "exit": {"code": 0, "signal": None, "reason": "completed", "attempts": 1},
+            "instance": {"type": "trn1.32xlarge", "source": "bench", "region": "us-east-1"},
+            "price": {"usd_per_hour": 21.50, "source": "bench", "as_of": "2026-07-20",
+                      "spot": False}}
+    (session / "meta.json").write_text(json.dumps(meta))
+    base = step_s / 1.02  # step times vary by 0..4 %, and t advances by exactly them
+    for r in range(ranks):
+        dts = [round(base * (1.0 + 0.01 * ((i + r) % 5)), 6) for i in range(1, per_rank + 1)]
+        with open(session / "probe" / f"rank-{r}.jsonl", "w") as f:
+            f.writelines(
+                f'{{"t":{t!r},"kind":"step","rank":{r},"step":{i},'
+                f'"samples":16,"loss":{2.0 + 1.0 / i:.5f},"dt":{dt},"phases":null,'
+                f'"src":"probe","attempt":0}}\n'
+                for i, dt, t in zip(range(1, per_rank + 1), dts,
+                                    list(accumulate(dts, initial=T0 + r * 1e-4))[1:], strict=True))
+    cpu_lists = ["[" + ", ".join(f"{(k * 7 + i * 13) % 100 * 0.6:.1f}" for i in range(cpus))
+                 + "]" for k in range(16)]
+    procs = [f'{{"pid": 1000, "ppid": 1, "name": "torchrun", "role": "launcher", '
+             f'"cpu": 1.0, "rss": {200 << 20}}}']
+    for r in range(ranks):
+        procs.append(f'{{"pid": {2000 + r}, "ppid": 1000, "name": "python", "role": "rank", '
+                     f'"cpu": 95.0, "rss": {3 << 30}}}')
+        procs.extend(f'{{"pid": {10000 + workers_per_rank * r + w}, "ppid": {2000 + r}, '
+                     f'"name": "pt_data_worker", "role": "worker", "cpu": 40.0, '
+                     f'"rss": {500 << 20}}}' for w in range(workers_per_rank))
+    procs_list = "[" + ", ".join(procs) + "]"
+    with open(session / "events.jsonl", "w") as f:
+        f.write(f'{{"t": {T0 - 599.0}, "kind": "proc_start", "attempt": 0, "pid": 1000, '
+                f'"pgid": 1000, "argv": ["torchrun"]}}\n')
+        f.write(f'{{"t": {T0 - 590.0}, "kind": "compile", "rank": null, "what": "compile", '
+                f'"line": "Compiler status PASS"}}\n')
+        for start in range(0, seconds, 3600):  # an hour at a time: bounded memory
+            f.writelines(
+                f'{{"t": {T0 + k!r}, "kind": "host", "cpu": {cpu_lists[k % 16]}, '
+                f'"mem_used": {300 << 30}, "mem_total": {512 << 30}, '
+                f'"load": [40.0, 38.0, 35.0]}}\n'
+                f'{{"t": {T0 + k + 0.01!r}, "kind": "procs", "procs": {procs_list}}}\n'
+                for k in range(start, min(seconds, start + 3600)))
+        f.write(f'{{"t": {T0 + seconds + 4.0}, "kind": "proc_exit", "attempt": 0, '
+                f'"pid": 1000, "code": 0, "signal": null, "tail": {{}}}}\n')
+    return per_rank * ranks + 2 * seconds + 3
+
+
+def bare_parse(session: Path) -> tuple[float, int]:
+    """json.loads on every line: what any JSON-lines reader has to pay at least."""
+    files = [session / "events.jsonl", *sorted((session / "probe").glob("*.jsonl"))]
+    started = time.perf_counter()
+    lines = 0
+    for path in files:
+        with open(path, "rb") as f:
+            for line in f:
+                json.loads(line)
+                lines += 1
+    return time.perf_counter() - started, lines
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), min(times), result
+
+
+def load_steps(session: Path, history: int | None) -> SessionReader:
+    reader = SessionReader(session, telemetry_history=history).load()
+    reader.steps()
+    return reader
+
+
+def compare_in_a_new_process(root: Path, name: str) -> float:
+    code = ("import argparse, sys, pathlib\n"
+            "from neurotui import compare\n"
+            "p = argparse.ArgumentParser(); compare.add_parser(p.add_subparsers())\n"
+            f"sys.exit(compare.run(p.parse_args(['compare', {name!r}]), "
+            f"pathlib.Path({str(root)!r})))\n")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--events", type=int, default=3_000_000)
+    p.add_argument("--ranks", type=int, default=32)
+    p.add_argument("--hours", type=float,
+                   help="run length (default: 24 h for 3M events, in proportion otherwise)")
+    p.add_argument("--workers-per-rank", type=int, default=1,
+                   help="DataLoader workers per rank in the process-tree samples")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--dir", help="generate under this folder (default: a temporary one)")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        root = Path(tmp)
+        session = root / "20260720-000000-bench"
+        started = time.perf_counter()
+        hours = args.hours or 24.0 * args.events / 3_000_000
+        events = generate(session, args.events, args.ranks, hours,
+                          workers_per_rank=args.workers_per_rank)
+        size = sum(f.stat().st_size for f in session.rglob("*.jsonl"))
+        print(f"generated {events:,} events ({size / 2**20:,.0f} MiB of JSON lines, "
+              f"{args.ranks} ranks, {hours:g} h) in {time.perf_counter() - started:.1f} s")
+
+        bare, lines = bare_parse(session)
+        print(f"{f'bare parse (json.loads per line, {lines:,} lines)':52}{bare:8.2f} s")
+
+        saving: list[float] = []
+        save = cache.save
+
+        def timed_save(*a: Any, **kw: Any) -> bool:
+            began = time.perf_counter()
+            try:
+                return save(*a, **kw)
+            finally:
+                saving.append(time.perf_counter() - began)
+
+        cache.save = timed_save  # type: ignore[assignment]
+        started = time.perf_counter()
+        reader = load_steps(session, 300)
+        cold = time.perf_counter() - started
+        cache.save = save  # type: ignore[assignment]
+        assert reader.cache_state == "written", reader.cache_state
+        write = saving[0] if saving else float("nan")
+        steps = len(reader.steps())
+        print(f"{f'cold load, no cache ({steps:,} step rows)':52}{cold - write:8.2f} s  "
+              f"= {(cold - write) / bare:.2f}x the bare parse")
+        print(f"{'  + writing the cache (once: the run end does it)':52}{write:8.2f} s  "
+              f"({sum(f.stat().st_size for f in (session / '.cache').iterdir()) / 2**20:.0f}"
+              " MiB)")
+
+        ok = True
+        for history, who in ((300, "dashboard window, 300/kind"), (3600, "reader default 3600"),
+                             (1, "compare, 1/kind")):
+            median, best, r = timed(lambda h=history: load_steps(session, h), args.repeats)
+            assert r.cache_state == "restored" and len(r.steps()) == steps
+            ok &= median < CACHED_TARGET_S
+            print(f"{f'cached load ({who})':52}{median:8.2f} s  (best {best:.2f}; "
+                  f"target < {CACHED_TARGET_S:.0f} s; {median / bare:.3f}x the bare parse)")
+
+        median, best, table = timed(
+            lambda: compare.render(compare.compare_rows([session])), args.repeats)
+        ok &= median < COMPARE_TARGET_S
+        print(f"{'full compare, in process (load, figures, table)':52}{median:8.2f} s  "
+              f"(best {best:.2f}; target < {COMPARE_TARGET_S:.0f} s)")
+        fresh = compare_in_a_new_process(root, session.name)
+        print(f"{'compare as a new process (imports included)':52}{fresh:8.2f} s")
+        print()
+        print(table.split("\n\n")[0])
+        print("\nPASS" if ok else "\nFAIL: a target was missed")
+
+
+if __name__ == "__main__":
+    main()
