@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from neurotui.ui import fmt
+from neurotui.ui.steady import overlaps_compile
 
 SATURATED_CPU = 90.0
 IDLE_ACCELERATOR = 40.0
@@ -99,30 +100,33 @@ def cpu_bound_input(host: Sequence[Mapping[str, Any]], accelerator: Sequence[Map
                  tuple(evidence), advice)
 
 
-def step_spikes(rows: pd.DataFrame, factor: float = SPIKE_FACTOR) -> list[str]:
-    """Steps that took `factor` x their rank's median step time or more (newest first)."""
-    if not len(rows) or "step_time" not in rows:
-        return []
+RecentSteps = Mapping[int, Mapping[str, np.ndarray]]
+"""Per rank: its recent steady steps as arrays `t`, `step`, `step_time` (stepstate.py)."""
+
+
+def step_spikes(recent: RecentSteps, since: float = -math.inf,
+                factor: float = SPIKE_FACTOR) -> list[str]:
+    """Steps after `since` that took `factor` x their rank's median step time or more,
+    newest first."""
     found: list[tuple[float, str]] = []
-    for rank, mine in rows.groupby("rank"):
-        times = mine["step_time"].dropna()
+    for rank, cols in recent.items():
+        times = cols["step_time"]
         if len(times) < 5:
             continue
-        median = float(times.median())
+        median = float(np.median(times))
         if median <= 0:
             continue
-        slow = mine[mine["step_time"] >= factor * median]
-        for _, row in slow.iterrows():
-            found.append((float(row["t"]),
-                          f"rank {rank} step {int(row['step'])} took "
-                          f"{fmt.seconds(row['step_time'])} ({row['step_time'] / median:.0f}x "
-                          f"its median {fmt.seconds(median)})"))
+        for i in np.flatnonzero((times >= factor * median) & (cols["t"] > since)):
+            found.append((float(cols["t"][i]),
+                          f"rank {rank} step {int(cols['step'][i])} took "
+                          f"{fmt.seconds(times[i])} ({times[i] / median:.0f}x its median "
+                          f"{fmt.seconds(median)})"))
     found.sort(reverse=True)
     return [text for _, text in found]
 
 
 def recompilation(compiles: Sequence[Mapping[str, Any]], procs: Mapping[str, Any] | None,
-                  steady_rows: pd.DataFrame, steady_since: float | None,
+                  recent: RecentSteps, steady_since: float | None,
                   now: float) -> Alert | None:
     """Compile activity after steady state: a new graph (a changing shape, a Python branch on
     a tensor value) costs a compile each time, which is both slow and easy to miss."""
@@ -130,8 +134,7 @@ def recompilation(compiles: Sequence[Mapping[str, Any]], procs: Mapping[str, Any
         return None
     late = [c for c in compiles if steady_since < float(c.get("t", -math.inf)) <= now]
     compilers = [p for p in (procs or {}).get("procs") or () if p.get("role") == "compiler"]
-    spikes = step_spikes(steady_rows[steady_rows["t"] > steady_since]) if len(steady_rows) \
-        else []
+    spikes = step_spikes(recent, steady_since)
     if not late and not compilers and not spikes:
         return None
     evidence = []
@@ -176,15 +179,17 @@ def stalled(silent: Mapping[int, float], medians: Mapping[int, float],
                  "look at the rank's log (keys [ and ]) and its process (CPU at 0% or 100%?)")
 
 
-def step_variance(steady_rows: pd.DataFrame, phases: pd.DataFrame | None = None,
+def step_variance(recent: RecentSteps, compiles: pd.DataFrame | None = None,
+                  phases: pd.DataFrame | None = None,
                   min_steps: int = VARIANCE_MIN_STEPS) -> Alert | None:
     """Step times swinging widely around their median (the reference case: backward-pass
-    times swinging from step to step), which costs throughput even with no straggler."""
-    if not len(steady_rows) or "step_time" not in steady_rows:
-        return None
+    times swinging from step to step), which costs throughput even with no straggler.
+    Steps that overlapped a compile are left out: the recompilation alert covers those."""
     swinging = []
-    for rank, mine in steady_rows.groupby("rank"):
-        times = mine["step_time"].dropna().to_numpy(dtype=float)
+    for rank, cols in recent.items():
+        times = cols["step_time"]
+        hit = overlaps_compile(cols["t"], np.full(len(times), rank), times, compiles)
+        times = times[~hit] if not hit.all() else times
         if len(times) < min_steps:
             continue
         median = float(np.median(times))
@@ -198,7 +203,7 @@ def step_variance(steady_rows: pd.DataFrame, phases: pd.DataFrame | None = None,
         return None
     swinging.sort(reverse=True)
     evidence = [f"rank {rank}: median {fmt.seconds(med)}, p10 {fmt.seconds(p10)}, p90 "
-                f"{fmt.seconds(p90)} over the last {n} steps (CV {cv:.2f})"
+                f"{fmt.seconds(p90)} over its last {n} steps (CV {cv:.2f})"
                 for cv, rank, med, p10, p90, n in swinging[:3]]
     if len(swinging) > 3:
         evidence.append(f"+{len(swinging) - 3} more rank(s) alike")

@@ -31,6 +31,7 @@ from neurotui.session.reader import SessionFormatError, SessionReader
 from neurotui.session.status import SessionStatus
 from neurotui.ui.clock import Clock, WallClock
 from neurotui.ui.logtail import LAUNCHER, STREAMS, LogChoice, LogFollower
+from neurotui.ui.memory import Trimmer
 from neurotui.ui.messages import LogLines, StateUpdated, StopAnswered
 from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.ui.screens.confirm_stop import ConfirmStop
@@ -39,8 +40,9 @@ from neurotui.ui.screens.help import HelpScreen
 from neurotui.ui.themes import DARK, LIGHT, THEMES
 from neurotui.ui.widgets.logs import LogPanel
 
-DEFAULT_INTERVAL_S = 1.0
-"""One refresh a second: enough to follow training, cheap over SSH and on a busy host."""
+DEFAULT_INTERVAL_S = 2.0
+"""A refresh every 2 s (btop's default): enough to follow training, cheap over SSH and on a
+busy host. Keys answer at once regardless; `--interval` changes it."""
 
 
 def want_ascii() -> bool:
@@ -53,7 +55,7 @@ def want_ascii() -> bool:
 
 
 class DashboardApp(App[int]):
-    CSS_PATH = "dashboard.tcss"
+    CSS_PATH = Path(__file__).with_name("dashboard.tcss")  # absolute: works as __main__ too
     TITLE = "neurotui"
     BINDINGS = [
         Binding("q", "quit", "Quit", tooltip="close the dashboard; training keeps running"),
@@ -81,6 +83,7 @@ class DashboardApp(App[int]):
             status=status)
         self.interval_s = interval_s
         self.follower = LogFollower(self.session_dir)
+        self._trimmer = Trimmer()
         self.log_choice: LogChoice | None = None  # None: let the follower pick
         self.last_state: DashboardState | None = None
         self._poll_timer: Timer | None = None
@@ -128,6 +131,7 @@ class DashboardApp(App[int]):
     def _refresh_worker(self, wanted: LogChoice | None) -> None:
         state = self.model.refresh()
         self.post_message(StateUpdated(state))
+        self._trimmer.maybe_trim(now=self.model.fetched_table)
         lines, reset = self.follower.poll(wanted, state.now)
         if lines or reset:
             choice = self.follower.choice or LogChoice()
@@ -285,11 +289,17 @@ class DashboardApp(App[int]):
                                 lambda c=choice: self.show_log(c))
 
 
-def run_dashboard(session_dir: Path, *, interval_s: float = DEFAULT_INTERVAL_S,
+def run_dashboard(session_dir: Path, *, interval_s: float | None = None,
                   ascii_mode: bool | None = None, theme: str | None = None) -> int:
     """Show the dashboard until the user quits; returns the training's exit code once it has
-    ended, else 0 (training goes on). Blocking."""
+    ended, else 0 (training goes on). Blocking.
+
+    Defaults come from the environment: NEUROTUI_INTERVAL (seconds between refreshes),
+    NEUROTUI_ASCII=1 (no block characters), NEUROTUI_THEME=light.
+    """
     session_dir = Path(session_dir)
+    if interval_s is None:
+        interval_s = env_interval()
     try:
         app = DashboardApp(session_dir, interval_s=interval_s, ascii_mode=ascii_mode,
                            theme=theme)
@@ -307,11 +317,20 @@ def run_dashboard(session_dir: Path, *, interval_s: float = DEFAULT_INTERVAL_S,
     return code if isinstance(code, int) else 0
 
 
+def env_interval() -> float:
+    try:
+        value = float(os.environ.get("NEUROTUI_INTERVAL", DEFAULT_INTERVAL_S))
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+    return min(60.0, max(0.1, value))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m neurotui.ui.app",
                                      description="Show the neurotui dashboard for a session.")
     parser.add_argument("session_dir", type=Path)
-    parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S)
+    parser.add_argument("--interval", type=float, default=None,
+                        help=f"seconds between refreshes (default {DEFAULT_INTERVAL_S:g})")
     parser.add_argument("--ascii", action="store_true", default=None)
     parser.add_argument("--theme", choices=[t.name for t in THEMES])
     args = parser.parse_args(argv)

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 class Budget:
     def __init__(self, share: float, min_interval_s: float = 0.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, enabled: bool = True) -> None:
+        self.enabled = enabled
         self.share = share
         self.min_interval_s = min_interval_s
         self._monotonic = monotonic
@@ -22,7 +23,7 @@ class Budget:
         self.last_cost_s = 0.0
 
     def due(self) -> bool:
-        return self._monotonic() >= self._next
+        return not self.enabled or self._monotonic() >= self._next
 
     def start(self) -> float:
         return self._monotonic()

@@ -72,3 +72,28 @@ def bar(fraction: float | None, width: int, ascii_mode: bool = False) -> str:
     full, part = divmod(eighths, 8)
     text = "█" * full + (EIGHTHS[part] if part and full < width else "")
     return text + " " * (width - len(text))
+
+
+def columns(values: Sequence[float], width: int, height: int, ascii_mode: bool = False,
+            top: float | None = None, bottom: float = 0.0) -> list[str]:
+    """A bar chart `height` rows tall (top row first), one column per resampled value, in
+    eighths of a cell, over the axis bottom..top; a slot with no data stays blank."""
+    points = [v - bottom for v in resample(values, width)]
+    finite = [v for v in points if math.isfinite(v)]
+    top = (max(finite) if finite else 0.0) if top is None else top - bottom
+    rows = []
+    for r in range(height):
+        floor = (height - 1 - r) * 8
+        cells = []
+        for v in points:
+            if not math.isfinite(v) or top <= 0:
+                cells.append(" ")
+                continue
+            filled = max(0.0, v) / top * height * 8
+            n = int(min(8, max(0, math.ceil(filled - floor))))
+            if ascii_mode:
+                cells.append("#" if n >= 4 else ("." if n else " "))
+            else:
+                cells.append(BLOCKS[n])
+        rows.append("".join(cells))
+    return rows

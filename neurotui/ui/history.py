@@ -58,7 +58,7 @@ class RunHistory:
     def series(self, end: float) -> HistorySeries:
         """Buckets from the start to `end` (now, or the run's end). The last bucket is rated
         over the time it covers, and left out while under half a bucket (too noisy)."""
-        end = max(float(end), self._last_t)
+        end = float(end)
         while self._index(end) >= self.max_buckets:
             self._widen()
         n = self._index(end) + 1

@@ -4,17 +4,18 @@
 returns a `DashboardState`: frozen, comparable values that the widgets only render. It runs in
 a worker thread, so the UI never waits on file I/O or pandas.
 
-Cost is kept flat however long the run: steps are taken in incrementally (only the rows
-appended since the last call), the "now" figures are computed on a bounded recent window (the
-last `recent_rows` steps of each rank), the whole-run history is bucketed (history.py), and the
-few whole-run views that must see every step (steady state) run under a CPU budget (budget.py).
+Cost is kept flat however long the run: steps are taken in incrementally into bounded numpy
+state (stepstate.py: the last steps of each rank, running totals, a bucketed whole-run history,
+the steady-state tracker), and what still grows with the run (the reader's step table, the
+steady-state quantiles) is refreshed under a CPU budget (budget.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,15 +27,15 @@ from neurotui.session.status import SessionStatus, session_status
 from neurotui.ui import alerts as rules
 from neurotui.ui.budget import Budget
 from neurotui.ui.clock import Clock
-from neurotui.ui.history import HistorySeries, RunHistory
+from neurotui.ui.history import HistorySeries
+from neurotui.ui.stepstate import RECENT, StepState
 
-RECENT_ROWS = 512
-"""Steps kept per rank for the "now" views (51 s at 10 steps/s; all of a slow run's recent)."""
-TELEMETRY_HISTORY = 300
-"""Telemetry samples kept by the reader per kind (5 minutes at 1 Hz): bounds memory."""
-INGEST_CHUNK = 100_000
+TELEMETRY_HISTORY = 40
+"""Telemetry samples the reader keeps per kind: the alerts look 30 s back, the panels show the
+last sample; the sparklines keep their own longer history of per-sample means."""
+SPARK_HISTORY = 600
 STATUS_EVERY_S = 5.0
-STALE_TELEMETRY_S = 10.0
+ALERTS_EVERY_S = 5.0
 PHASES_MAX_ROWS = 200_000
 """Above this many steps the reader's per-step phase rows are too costly to gather each time."""
 
@@ -130,6 +131,7 @@ class ProcsState:
     total_rss: float | None
     note: str | None
     age_s: float | None
+    ended: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,36 @@ class DashboardState:
     alerts: tuple[rules.Alert, ...]
     ranks: tuple[int, ...]
     problems: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class _SeriesMeans:
+    """Per-sample means of a telemetry series (mean CPU, mean core utilisation), computed
+    once per sample: the reader keeps the last few hundred samples and only appends."""
+
+    def __init__(self, mean: Callable[[Mapping[str, Any]], float]) -> None:
+        self.mean = mean
+        self._values: deque[tuple[float, float]] = deque(maxlen=SPARK_HISTORY)
+
+    def update(self, series: Sequence[Mapping[str, Any]]) -> tuple[float, ...]:
+        last = self._values[-1][0] if self._values else -math.inf
+        fresh = []
+        for event in reversed(series):
+            t = float(event.get("t", -math.inf))
+            if t <= last:
+                break
+            fresh.append((t, self.mean(event)))
+        self._values.extend(reversed(fresh))
+        return tuple(v for _, v in self._values)
+
+
+def _mean_util(event: Mapping[str, Any]) -> float:
+    utils = rules.accelerator_utils(event)
+    return float(np.mean(utils)) if utils else math.nan
+
+
+def _mean_cpu(event: Mapping[str, Any]) -> float:
+    cpu = event.get("cpu")
+    return float(np.mean(cpu)) if cpu else math.nan
 
 
 class DashboardModel:
@@ -151,124 +182,111 @@ class DashboardModel:
 
     def __init__(self, reader: SessionReader, clock: Clock, *,
                  status: Callable[[], SessionStatus] | None = None,
-                 recent_rows: int = RECENT_ROWS,
-                 monotonic: Callable[[], float] | None = None) -> None:
+                 recent: int = RECENT, throttle: bool = True) -> None:
+        """`throttle=False` computes everything on every refresh (tests, exports): figures
+        are then a pure function of the files and the clock."""
         self.reader = reader
         self.clock = clock
         self._status_fn = status or (lambda: session_status(reader.dir))
         self._status: SessionStatus | None = None
         self._status_at = -math.inf
-        self.recent_rows = recent_rows
-        budget_args = {} if monotonic is None else {"monotonic": monotonic}
-        self._steps_budget = Budget(0.02, **budget_args)
-        self._steady_budget = Budget(0.01, **budget_args)
-        self._reset_steps()
+        self.recent = recent
+        self._steps_budget = Budget(0.01, enabled=throttle)
+        self._steady_budget = Budget(0.005, enabled=throttle)
+        # Alerts judge trends over tens of seconds: every few seconds is enough.
+        self._alerts_budget = Budget(0.01, ALERTS_EVERY_S, enabled=throttle)
+        self._alerts: tuple[rules.Alert, ...] = ()
+        self._alerts_phase = ""
+        self._util_means = {k: _SeriesMeans(_mean_util) for k in ("neuron", "gpu")}
+        self._cpu_means = _SeriesMeans(_mean_cpu)
         self._steady: metrics.SteadyState | None = None
+        self._steady_dirty = True
         self._steady_at = 0.0
         self._phases_tail: pd.DataFrame | None = None
         self._compiles_n = -1
         self._compiles = pd.DataFrame()
+        self.steps = self._new_steps()
+        self.resets = 0
+        self.fetched_table = False
+        """True when the last refresh had the reader rebuild its step table (and free the
+        old one): the moment to hand freed memory back (memory.py)."""
 
-    # -- steps, incrementally ------------------------------------------------------------
-    def _reset_steps(self) -> None:
-        started = self.reader.meta.get("started_at")
-        self._history: RunHistory | None = (
-            RunHistory(float(started)) if isinstance(started, (int, float)) else None)
-        self._seen = 0
-        self._boundary: tuple[float, int, int] | None = None
-        self._carry = pd.DataFrame()
-        self._recent = pd.DataFrame()
-        self._total_samples = 0.0
-        self._first_step: dict[tuple[int, int], int] = {}
-        self._steady_since: dict[int, float] = {}
-
-    def _take_steps(self, df: pd.DataFrame) -> None:
-        n = len(df)
-        if n < self._seen or (self._seen and _boundary(df, self._seen - 1) != self._boundary):
-            # The reader re-sorted (late lines) or dropped log rows for a probed rank: rare,
-            # so start over rather than patch.
-            self._reset_steps()
-        if n == self._seen:
-            return
-        for start in range(self._seen, n, INGEST_CHUNK):
-            self._ingest(df.iloc[start:min(n, start + INGEST_CHUNK)])
-        self._seen = n
-        self._boundary = _boundary(df, n - 1)
-
-    def _ingest(self, new: pd.DataFrame) -> None:
-        if self._history is None:
-            self._history = RunHistory(float(new["t"].iloc[0]))
-        frame = pd.concat([self._carry, new.assign(_new=True)], ignore_index=True)
-        frame["_new"] = frame["_new"].fillna(False).astype(bool)
-        derived = metrics.with_step_time(frame)
-        fresh = derived[derived["_new"]]
-        self._history.add(fresh["t"].to_numpy(), fresh["step_time"].to_numpy(),
-                          fresh["samples_covered"].to_numpy())
-        self._total_samples += float(fresh["samples_covered"].fillna(0.0).sum())
-        self._note_steady_since(fresh)
-        # The last row of each rank: the next chunk's first step time is measured from it.
-        self._carry = derived.groupby(["attempt", "rank"], sort=False).tail(1)[
-            list(new.columns)].assign(_new=False)
-        recent = pd.concat([self._recent, new], ignore_index=True) if len(self._recent) \
-            else new.copy()
-        self._recent = recent.groupby("rank", sort=False).tail(self.recent_rows) \
-            .reset_index(drop=True)
-
-    def _note_steady_since(self, rows: pd.DataFrame) -> None:
-        """When each attempt reached steady state: a rank `warmup` steps past its first."""
-        for (attempt, rank), mine in rows.groupby(["attempt", "rank"], sort=False):
-            key = (int(attempt), int(rank))
-            first = self._first_step.setdefault(key, int(mine["step"].min()))
-            done = mine[mine["step"] - first >= metrics.DEFAULT_WARMUP_STEPS]
-            if len(done):
-                t = float(done["t"].min())
-                self._steady_since[key[0]] = min(self._steady_since.get(key[0], t), t)
+    def _new_steps(self) -> StepState:
+        self._steady_dirty = True
+        return StepState(_num(self.reader.meta.get("started_at")), self.recent)
 
     # -- refresh -------------------------------------------------------------------------
     def refresh(self) -> DashboardState:
         reader = self.reader
         added = reader.poll()
         now = self.clock.now()
-        if (added or not self._seen) and self._steps_budget.due():
+        self.fetched_table = False
+        if (added or not self.steps.rows) and self._steps_budget.due():
+            # The reader rebuilds its whole step table when it grew: that cost grows with
+            # the run, so it is fetched under a CPU budget; only new rows are processed.
             started = self._steps_budget.start()
-            full = reader.steps()
-            self._take_steps(full)
+            table = reader.steps()
+            before = self.steps.rows
+            if not self.steps.take(table):  # rows already taken changed: start over
+                self.resets += 1
+                self.steps = self._new_steps()
+                self.steps.take(table)
+            self._steady_dirty |= self.steps.rows != before
+            self.fetched_table = self.steps.rows != before
             self._steps_budget.spent(started)
-            if self._steady_budget.due() and len(full):
-                started = self._steady_budget.start()
-                self._steady = metrics.steady_state(full, compiles=self._compile_frame())
-                if len(full) <= PHASES_MAX_ROWS:
-                    phases = reader.phases()
-                    self._phases_tail = phases.tail(self.recent_rows * 4) if len(phases) \
-                        else None
-                self._steady_at = now
-                self._steady_budget.spent(started)
+        if self._steady_dirty and self._steady_budget.due():
+            started = self._steady_budget.start()
+            self._steady = self.steps.tracker.result(self._compile_frame())
+            self._steady_dirty = False
+            if self.steps.rows <= PHASES_MAX_ROWS:
+                phases = reader.phases()
+                self._phases_tail = phases.tail(self.recent * 4) if len(phases) else None
+            self._steady_at = now
+            self._steady_budget.spent(started)
         meta = reader.meta
-        status = self._session_status(now)
+        status = self._session_status(now, metrics.run_is_over(meta, now))
         ended_at = _num(meta.get("ended_at"))
         view_now = min(now, ended_at) if ended_at is not None else now
-        compiles = self._compile_frame()
-        recent = self._recent
-        phase = metrics.phase(meta, recent, compiles, now)
-        running = metrics.run_is_over(meta, now) is False and status.running
-
-        per_rank = metrics.rank_step_times(recent) if len(recent) else pd.DataFrame()
-        stragglers = set(metrics.find_stragglers(per_rank)) if len(per_rank) else set()
-        silent = metrics.stalled_ranks(recent, view_now, compiles=compiles) \
-            if running and len(recent) else {}
-        throughput = self._throughput(view_now, per_rank, stragglers, silent, meta)
-        header = self._header(now, view_now, meta, phase, status, throughput)
+        compiles = list(reader.events.get("compile", ()))
+        phase = self._phase(meta, compiles, now)
+        running = not metrics.run_is_over(meta, now) and status.running
+        medians = self.steps.rank_medians()
+        stragglers = set(metrics.find_stragglers({r: m for r, (m, _) in medians.items()}))
+        silent = self.steps.stalled(view_now, medians, compiles) if running else {}
+        throughput = self._throughput(view_now, medians, stragglers, silent, meta)
+        header = self._header(now, view_now, meta, phase, status, running, throughput)
         host, accel, procs = self._host(now), self._accelerator(now), self._procs(now)
-        alert_list = self._alerts(view_now, phase, compiles, silent, per_rank)
-        ranks = tuple(sorted(int(r) for r in recent["rank"].unique())) if len(recent) else ()
+        if not running:  # old samples are expected once the job is gone: no staleness flag
+            host, accel = replace(host, age_s=None), replace(accel, age_s=None)
+            procs = replace(procs, age_s=None, ended=True)
+        if self._alerts_budget.due() or phase != self._alerts_phase:
+            started = self._alerts_budget.start()
+            found = self._judge(view_now, phase, compiles, silent, medians)
+            self._alerts = tuple(a for a in found if a is not None)
+            self._alerts_phase = phase
+            self._alerts_budget.spent(started)
         return DashboardState(now=now, header=header, throughput=throughput,
-                              accelerator=accel, host=host, procs=procs,
-                              alerts=tuple(a for a in alert_list if a is not None),
-                              ranks=ranks, problems=reader.problems.summary())
+                              accelerator=accel, host=host, procs=procs, alerts=self._alerts,
+                              ranks=tuple(sorted(self.steps.ranks)),
+                              problems=reader.problems.summary())
 
-    def _session_status(self, now: float) -> SessionStatus:
+    def _phase(self, meta: Mapping[str, Any], compiles: list[Mapping[str, Any]],
+               now: float) -> str:
+        """metrics.phase, from the incremental state."""
+        if metrics.run_is_over(meta, now):
+            return metrics.exit_phase(meta.get("exit"))
+        last_compile = max((float(c["t"]) for c in compiles if float(c["t"]) <= now),
+                           default=None)
+        if not self.steps.ranks:
+            return "compiling" if last_compile is not None else "starting"
+        if last_compile is not None and last_compile > self.steps.last_t:
+            return "compiling"
+        return "steady" if self.steps.reached_steady() else "warm-up"
+
+    def _session_status(self, now: float, over: bool) -> SessionStatus:
+        """Asked every few seconds (it checks processes); at once when meta says it ended."""
         if self._status is None or now - self._status_at >= STATUS_EVERY_S \
-                or now < self._status_at:
+                or now < self._status_at or (over and self._status.running):
             self._status = self._status_fn()
             self._status_at = now
         return self._status
@@ -282,7 +300,7 @@ class DashboardModel:
 
     # -- panels --------------------------------------------------------------------------
     def _header(self, now: float, view_now: float, meta: Mapping[str, Any], phase: str,
-                status: SessionStatus, tp: ThroughputState) -> HeaderState:
+                status: SessionStatus, running: bool, tp: ThroughputState) -> HeaderState:
         started = _num(meta.get("started_at"))
         elapsed = (view_now - started) if started is not None else math.nan
         price_info = meta.get("price") or {}
@@ -296,7 +314,7 @@ class DashboardModel:
                 "no price: instance type unknown" if not instance else
                 f"no price known for {instance}"))
         cost = metrics.cost_so_far(price, started, now, _num(meta.get("ended_at")))
-        step = metrics.latest_step(self._recent) if len(self._recent) else None
+        step = self.steps.latest_step()
         target = _int((meta.get("config") or {}).get("step_target"))
         eta = projected = None
         note = ""
@@ -317,41 +335,35 @@ class DashboardModel:
             session=str(meta.get("id") or meta.get("name") or self.reader.dir.name),
             instance=str(instance) if instance else None, price_per_hour=price,
             price_note=price_note, elapsed_s=elapsed, cost_usd=cost, phase=phase,
-            status=status.state, status_detail=status.detail, running=status.running,
+            status=status.state, status_detail=status.detail, running=running,
             step=step, step_target=target, eta_s=eta, projected_usd=projected,
             projection_note=note)
 
-    def _throughput(self, view_now: float, per_rank: pd.DataFrame, stragglers: set[int],
-                    silent: Mapping[int, float], meta: Mapping[str, Any]) -> ThroughputState:
-        recent = self._recent
+    def _throughput(self, view_now: float, medians: Mapping[int, tuple[float, int]],
+                    stragglers: set[int], silent: Mapping[int, float],
+                    meta: Mapping[str, Any]) -> ThroughputState:
+        steps = self.steps
         price = _num((meta.get("price") or {}).get("usd_per_hour"))
-        now_sps = metrics.current_throughput(recent, view_now) if len(recent) else None
+        now_sps = steps.throughput(view_now)
         steady = self._steady
         started = _num(meta.get("started_at"))
         cost = metrics.cost_so_far(price, started, view_now, _num(meta.get("ended_at")))
-        rows = []
-        if len(recent):
-            last = recent[recent["attempt"] == recent["attempt"].max()]
-            last_steps = last.groupby("rank")["step"].max()
-            for rank, row in per_rank.iterrows():
-                rows.append(RankRow(int(rank), float(row["median_step_s"]), int(row["steps"]),
-                                    _int(last_steps.get(rank)), int(rank) in stragglers,
-                                    silent.get(int(rank))))
-        loss = None
-        if len(recent) and "loss" in recent:
-            known = recent["loss"].dropna()
-            loss = float(known.iloc[-1]) if len(known) else None
-        history = self._history.series(view_now) if self._history is not None else None
-        note = None if len(recent) else "no step recorded yet"
-        spd_note = "" if price is not None else "no price"
+        latest = steps.latest()
+        rows = tuple(RankRow(rank, median, n, latest[rank].last_step, rank in stragglers,
+                             silent.get(rank))
+                     for rank, (median, n) in medians.items())
+        history = steps.history.series(view_now) if steps.history is not None else None
         return ThroughputState(
-            now_sps=now_sps, steady=steady, steady_age_s=max(0.0, view_now - self._steady_at)
-            if steady is not None else 0.0, history=history, ranks=tuple(rows),
+            now_sps=now_sps, steady=steady,
+            steady_age_s=max(0.0, view_now - self._steady_at) if steady is not None else 0.0,
+            history=history, ranks=rows,
             spd_now=metrics.samples_per_dollar(now_sps, price),
             spd_steady=metrics.samples_per_dollar(steady.samples_per_s if steady else None,
                                                   price),
-            spd_all_in=metrics.all_in_samples_per_dollar(self._total_samples, cost),
-            spd_note=spd_note, total_samples=self._total_samples, last_loss=loss, note=note)
+            spd_all_in=metrics.all_in_samples_per_dollar(steps.total_samples, cost),
+            spd_note="" if price is not None else "no price",
+            total_samples=steps.total_samples, last_loss=steps.last_loss,
+            note=None if steps.ranks else "no step recorded yet")
 
     def _accelerator(self, now: float) -> AcceleratorState:
         events = self.reader.events
@@ -372,8 +384,7 @@ class DashboardModel:
                                   f"{g['power_w']:.0f}W" if _num(g.get("power_w")) is not None
                                   else "")
                           for g in last.get("gpus") or ())
-        history = tuple(float(np.mean(u)) if (u := rules.accelerator_utils(e)) else math.nan
-                        for e in list(series)[-TELEMETRY_HISTORY:])
+        history = self._util_means[kind].update(series)
         age = now - float(last["t"])
         note = None if cores else f"{kind} telemetry has no device in its last sample"
         return AcceleratorState(kind, cores, history, note, age)
@@ -384,8 +395,7 @@ class DashboardModel:
             return HostState((), (), None, None, None, "no host telemetry recorded yet", None)
         last = series[-1]
         cpu = tuple(float(x) for x in last.get("cpu") or () if _num(x) is not None)
-        history = tuple(float(np.mean(c)) if (c := e.get("cpu")) else math.nan
-                        for e in list(series)[-TELEMETRY_HISTORY:])
+        history = self._cpu_means.update(series)
         load = last.get("load")
         return HostState(cpu, history, _num(last.get("mem_used")), _num(last.get("mem_total")),
                          tuple(float(x) for x in load) if isinstance(load, list) else None,
@@ -403,32 +413,23 @@ class DashboardModel:
         return ProcsState(rows, sum(cpus) if cpus else None, sum(rss) if rss else None, note,
                           now - float(last["t"]))
 
-    def _alerts(self, now: float, phase: str, compiles: pd.DataFrame,
-                silent: Mapping[int, float], per_rank: pd.DataFrame) -> list[rules.Alert | None]:
+    def _judge(self, now: float, phase: str, compiles: list[Mapping[str, Any]],
+                silent: Mapping[int, float], medians: Mapping[int, tuple[float, int]]
+                ) -> list[rules.Alert | None]:
         events = self.reader.events
         accel_kind = "neuron" if events.get("neuron") else "gpu"
-        steady_rows = metrics.steady_steps(self._recent) if len(self._recent) else \
-            pd.DataFrame(columns=["t", "rank", "step", "step_time"])
-        steady_since = None
-        if len(self._recent):
-            steady_since = self._steady_since.get(int(self._recent["attempt"].max()))
-        medians = {int(r): float(v) for r, v in per_rank.get("median_step_s", {}).items()} \
-            if len(per_rank) else {}
-        last_steps = {int(r): int(s) for r, s in
-                      self._recent.groupby("rank")["step"].max().items()} \
-            if len(self._recent) else {}
-        quiet = steady_rows
-        if len(compiles) and len(steady_rows):
-            quiet = metrics.steady_steps(self._recent, compiles=compiles)
+        steady_since = self.steps.tracker.steady_since.get(self.steps.latest_attempt)
+        recent = self.steps.steady_recent()
+        procs = self.reader.last("procs")
+        last_steps = {r: v.last_step for r, v in self.steps.latest().items()}
         return [
             rules.exited(self.reader.meta, events.get("proc_exit", []), phase),
-            rules.stalled(silent, medians, last_steps),
-            rules.cpu_bound_input(list(events.get("host", ())),
-                                  list(events.get(accel_kind, ())), self.reader.last("procs"),
+            rules.stalled(silent, {r: m for r, (m, _) in medians.items()}, last_steps),
+            rules.cpu_bound_input(events.get("host", ()), events.get(accel_kind, ()), procs,
                                   now, phase),
-            rules.recompilation(list(events.get("compile", ())), self.reader.last("procs")
-                                if phase == "steady" else None, steady_rows, steady_since, now),
-            rules.step_variance(quiet, self._phases_tail),
+            rules.recompilation(compiles, procs if phase == "steady" else None, recent,
+                                steady_since, now),
+            rules.step_variance(recent, self._compile_frame(), self._phases_tail),
             rules.restarts(events.get("restart", [])),
             _warnings(events.get("warning", [])),
         ]
@@ -481,10 +482,6 @@ def _warnings(events: list[Mapping[str, Any]]) -> rules.Alert | None:
         return None
     shown = tuple(f"{e.get('source')}: {e.get('message')}" for e in events[-3:])
     return rules.Alert("warnings", "info", f"{len(events)} recorded warning(s)", shown)
-
-
-def _boundary(df: pd.DataFrame, i: int) -> tuple[float, int, int]:
-    return (float(df["t"].iat[i]), int(df["rank"].iat[i]), int(df["step"].iat[i]))
 
 
 def _num(value: Any) -> float | None:

@@ -34,7 +34,7 @@ LIGHT = Theme(
     foreground="#121212",  # 233
     background="#ffffff",  # 231
     surface="#eeeeee",     # 255
-    panel="#d0d0d0",       # 252
+    panel="#e4e4e4",       # 254
     dark=False,
 )
 

@@ -22,16 +22,17 @@ Keys
   ctrl+p      command palette;  ? or f1  this help
 
 Panels
-  header      session, instance, price per hour, elapsed, cost so far, phase; step, ETA and
-              projected cost when the run has a step target
-  Throughput  samples/s now (last 30 s) and steady state (warm-up steps left out); step time
-              over the whole run; per-rank median step time (recent steps), straggler marked;
-              samples per dollar now, steady, and all-in (whole bill so far)
-  Accelerator per NeuronCore / GPU utilisation and memory, or why there is no telemetry
+  header      session, instance, price per hour, elapsed, cost so far, phase; step,
+              ETA and projected cost when the run has a step target
+  Throughput  samples/s now (last 30 s) and steady (warm-up steps left out); step
+              time over the whole run; per-rank median step time (recent steps),
+              straggler marked; samples per dollar now, steady, and all-in (the
+              whole bill so far, compile and idle time included)
+  Accelerator per NeuronCore / GPU utilisation and memory, or why there is none
   Host        per-CPU utilisation (cells; pinned ones stand out), memory, load
   Processes   the job's process tree with CPU% (of one core) and RSS
   Alerts      each with the numbers it was raised on
-  Log         the chosen log's tail, shown literally (escape sequences appear as \\x1b...)
+  Log         the chosen log's tail, shown literally (escapes appear as \\x1b...)
 
 Missing numbers are shown as n/a with the reason, never as zero.
 """

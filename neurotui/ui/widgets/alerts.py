@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.content import Content
+from textual.geometry import Size
 
 from neurotui.ui.alerts import Alert
 from neurotui.ui.textsafe import visible_text
@@ -19,6 +20,13 @@ class AlertsPanel(Panel):
         alerts, _ = state
         self.border_title = f"Alerts: {len(alerts)}" if alerts else "Alerts"
         self.set_class(bool(alerts), "-active")
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # Height is "auto" (capped in CSS): as many lines as the full text needs.
+        if self.state is None:
+            return 1
+        alerts, problems = self.state
+        return len(self._lines(alerts, problems, max(1, width), compact=False))
 
     def lines(self, state: tuple[tuple[Alert, ...], str | None], width: int,
               height: int) -> list[Line]:

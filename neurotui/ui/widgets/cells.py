@@ -18,8 +18,17 @@ def heat_lines(values: list[float | None] | tuple[float, ...], label: str, width
     for start in range(0, len(values), room):
         chunk = values[start:start + room]
         parts: list[str | tuple[str, str]] = [(label if not lines else " " * len(label), LABEL)]
-        for v in chunk:
-            cell = charts.heat([v], ascii_mode)
-            parts.append((cell, WARN if v is not None and v >= PINNED else "$text-accent"))
+        cells = charts.heat(chunk, ascii_mode)
+        # One span per run of like cells, not per cell: spans are what rendering costs.
+        run_start = 0
+        for i in range(1, len(chunk) + 1):
+            if i == len(chunk) or _pinned(chunk[i]) != _pinned(chunk[run_start]):
+                style = WARN if _pinned(chunk[run_start]) else "$text-accent"
+                parts.append((cells[run_start:i], style))
+                run_start = i
         lines.append((priority - (1 if lines else 0), Content.assemble(*parts)))
     return lines
+
+
+def _pinned(value: float | None) -> bool:
+    return value is not None and value >= PINNED

@@ -41,9 +41,13 @@ class SessionHeader(Widget):
         phase = (f" {s.phase.upper()} ", f"reverse {PHASE_STYLES.get(s.phase, VALUE)}")
         price = (fmt.usd(s.price_per_hour) + "/h", VALUE) if s.price_per_hour is not None \
             else ("no price", WARN)
+        # Where the price comes from (or why there is none), when the line has room.
+        note = ("", "")
+        if width >= 120 and s.price_note:
+            note = (f" ({s.price_note.removeprefix('no price: ')})", MUTED)
         right = Content.assemble(
             (s.instance or "instance unknown", VALUE if s.instance else MUTED), "  ", price,
-            "  ", (fmt.duration(s.elapsed_s), VALUE), "  ",
+            note, "  ", (fmt.duration(s.elapsed_s), VALUE), "  ",
             ((fmt.usd(s.cost_usd) + " so far") if s.cost_usd is not None else "cost n/a",
              VALUE if s.cost_usd is not None else MUTED), "  ", phase)
         room = max(8, width - right.cell_length - 3)
@@ -73,6 +77,9 @@ class SessionHeader(Widget):
         hint = "q closes this view, training continues" if s.running else "q quits"
         right = Content.styled(hint + " ", MUTED)
         if left.cell_length + right.cell_length + 1 > width:
-            right = Content.styled(("q: training continues " if s.running else "") , MUTED)
+            right = Content.styled("q closes view; training continues " if s.running else "",
+                                   MUTED)
+        if left.cell_length + right.cell_length + 1 > width and s.running:
+            right = Content.styled("q: training continues ", MUTED)
         gap = max(1, width - left.cell_length - right.cell_length)
         return Content.assemble(left, " " * gap, right)

@@ -47,8 +47,8 @@ class HostPanel(Panel):
 
     def _cells(self, cpu: tuple[float, ...], width: int, height: int) -> list[Line]:
         """Bars per CPU when there is room, else one cell per CPU (128 CPUs still fit)."""
-        cell_w = 12  # "cpu12 ██ 99%"
-        columns = max(1, width // (cell_w + 1))
+        cell_w = 14  # "  3 ████ 100% "
+        columns = max(1, width // cell_w)
         if height - 3 >= math.ceil(len(cpu) / columns) and len(cpu) <= 64 and width >= 40:
             lines: list[Line] = []
             for row in range(0, len(cpu), columns):

@@ -15,6 +15,7 @@ class LogPanel(RichLog):
     DEFAULT_CSS = """
     LogPanel {
         scrollbar-size-vertical: 1;
+        scrollbar-size-horizontal: 0;
     }
     """
 
@@ -26,13 +27,14 @@ class LogPanel(RichLog):
 
     def set_choice(self, choice: LogChoice, path: str | None, ranks: int) -> None:
         self.choice = choice
-        keys = "[ ] rank  e stdout/stderr" if ranks else ""
         where = path or "no such log file (yet)"
-        self.border_title = f"Log: {choice.label()}"
-        self.border_subtitle = f"{where}  {keys}".strip()
+        keys = "  ([ ] rank, e stream)" if ranks else ""
+        self.border_title = f"Log: {choice.label()}: {where}{keys}"
 
     def add_lines(self, lines: list[str], reset: bool = False) -> None:
         if reset:
             self.clear()
         for line in lines:
-            self.write(safe_text(line), scroll_end=None)
+            # Whole lines (not cut to the panel): the log scrolls sideways when focused.
+            text = safe_text(line)
+            self.write(text, width=max(text.cell_len, self.scrollable_content_region.width, 1))

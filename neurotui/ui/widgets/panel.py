@@ -33,7 +33,7 @@ class Panel(Widget, can_focus=True):
     }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.state: Any = None
         self.border_title = self.TITLE

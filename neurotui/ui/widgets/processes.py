@@ -21,25 +21,29 @@ class ProcessesPanel(Panel):
             self.border_title = "Processes"
             return wrapped(s.note or "no process sample", width, MUTED, 9)
         self.border_title = (f"Processes: {len(s.rows)}, {fmt.percent(s.total_cpu)} CPU, "
-                             f"{fmt.size(s.total_rss)}")
-        out: list[Line] = [(10, Content.styled(
-            f"{'PID':>7} {'CPU%':>5} {'RSS':>6} {'ROLE':<8} NAME", f"bold {LABEL}"))]
+                             f"{fmt.size(s.total_rss)}"
+                             + (" (last sample, job ended)" if s.ended else ""))
+        wide = width >= 56
+        head = f"{'PID':>7} {'CPU%':>5} {'RSS':>6} " + (f"{'ROLE':<8} " if wide else "") + "NAME"
+        out: list[Line] = [(10, Content.styled(head, f"bold {LABEL}"))]
         room = height - 1
         rows = list(s.rows)
         shown = rows if len(rows) <= room else rows[:max(0, room - 1)]
         for i, p in enumerate(shown):
-            out.append((9 - min(i, 5), self._row(p)))
+            out.append((9 - min(i, 5), self._row(p, wide)))
         if len(shown) < len(rows):
             out.append((9, Content.styled(f"{'':>7} … {len(rows) - len(shown)} more", MUTED)))
         return out
 
-    def _row(self, p: ProcRow) -> Content:
-        tree = ("  " * min(p.depth, 4)) + ("└ " if p.depth and not self.ascii_mode else
-                                           "` " if p.depth else "")
+    def _row(self, p: ProcRow, wide: bool) -> Content:
+        branch = "`" if self.ascii_mode else "└"
+        tree = (" " * min(p.depth - 1, 4) + branch) if p.depth else ""
+        role = (f"{p.role:<8} ", ROLE_STYLES.get(p.role, "")) if wide else ("", "")
+        name_style = ROLE_STYLES.get(p.role, "") if not wide else ""
         return Content.assemble(
             (f"{p.pid:>7} ", MUTED), (f"{_cpu(p.cpu):>5}", usage_style(p.cpu) or VALUE),
-            (f" {fmt.size(p.rss):>6} ", ""), (f"{p.role:<8} ", ROLE_STYLES.get(p.role, "")),
-            (tree, MUTED), (p.name, ""))
+            (f" {fmt.size(p.rss):>6} ", ""), role, (tree, MUTED), (p.name, name_style),
+            (f" {p.role}" if not wide else "", MUTED))
 
 
 def _cpu(value: float | None) -> str:

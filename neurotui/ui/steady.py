@@ -1,0 +1,139 @@
+"""Steady-state figures over every step of the run, kept up incrementally.
+
+`metrics.steady_state` needs the whole step table: on a million steps it takes most of a
+second and a few hundred MB of temporaries, too much to repeat while following a run. This
+tracker gives the same figures (same warm-up rule, same compile exclusion, same statistics,
+tested against metrics.steady_state) from the rows as they arrive, keeping only what the
+statistics need: one float per steady step and per-rank sums.
+
+Compile lines can land a little after the steps they slowed (they come from logs, steps from
+the probe), so rows wait `grace_s` behind the newest step before their compile check is final.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from neurotui import metrics
+
+GRACE_S = 10.0
+
+
+@dataclass
+class _Sums:
+    # float32: 4 bytes a steady step (a million steps, 4 MB); 7 significant digits is far
+    # finer than any step time is measured.
+    times: array = field(default_factory=lambda: array("f"))
+    samples: dict[int, float] = field(default_factory=dict)
+    seconds: dict[int, float] = field(default_factory=dict)
+    samples_unknown: bool = False
+
+    def add(self, rank: np.ndarray, samples: np.ndarray, step_time: np.ndarray) -> None:
+        if not len(rank):
+            return
+        self.times.frombytes(np.asarray(step_time, dtype=np.float32).tobytes())
+        if np.isnan(samples).any():
+            self.samples_unknown = True
+        for r in np.unique(rank):
+            mine = rank == r
+            key = int(r)
+            self.samples[key] = self.samples.get(key, 0.0) + float(samples[mine].sum())
+            self.seconds[key] = self.seconds.get(key, 0.0) + float(step_time[mine].sum())
+
+    def merged(self, other: _Sums) -> _Sums:
+        out = _Sums(array("f", self.times), dict(self.samples), dict(self.seconds),
+                    self.samples_unknown or other.samples_unknown)
+        out.times.extend(other.times)
+        for r, v in other.samples.items():
+            out.samples[r] = out.samples.get(r, 0.0) + v
+        for r, v in other.seconds.items():
+            out.seconds[r] = out.seconds.get(r, 0.0) + v
+        return out
+
+
+class SteadyTracker:
+    """Steady-state statistics from steps marked past warm-up (stepstate.py marks them)."""
+
+    def __init__(self, warmup_steps: int = metrics.DEFAULT_WARMUP_STEPS,
+                 grace_s: float = GRACE_S) -> None:
+        self.warmup_steps = warmup_steps
+        self.grace_s = grace_s
+        self.steady_since: dict[int, float] = {}
+        self._clean = _Sums()
+        self._hit = _Sums()
+        self._pending: list[tuple[np.ndarray, ...]] = []
+        self._newest = -np.inf
+
+    def add_group(self, attempt: int, rank: int, t: np.ndarray, past: np.ndarray,
+                  step_time: np.ndarray, samples: np.ndarray) -> None:
+        """One rank's new rows of one attempt, in time order, with their warm-up flags."""
+        if not len(t):
+            return
+        self._newest = max(self._newest, float(np.nanmax(t)))
+        if past.any():
+            first = float(t[past.argmax()])
+            self.steady_since[attempt] = min(self.steady_since.get(attempt, first), first)
+        keep = past & np.isfinite(step_time)
+        if keep.any():
+            self._pending.append((t[keep], np.full(int(keep.sum()), rank, dtype=np.int64),
+                                  samples[keep], step_time[keep]))
+
+    def result(self, compiles: pd.DataFrame | None) -> metrics.SteadyState | None:
+        clean, hit = self._clean, self._hit
+        if self._pending:
+            t, rank, samples, step_time = (np.concatenate(c) for c in zip(*self._pending,
+                                                                           strict=True))
+            self._pending = []
+            hits = overlaps_compile(t, rank, step_time, compiles)
+            final = t <= self._newest - self.grace_s
+            for bucket, mask in ((self._clean, final & ~hits), (self._hit, final & hits)):
+                bucket.add(rank[mask], samples[mask], step_time[mask])
+            if not final.all():
+                later = ~final
+                self._pending = [(t[later], rank[later], samples[later], step_time[later])]
+                clean, hit = _Sums(), _Sums()
+                clean.add(rank[later & ~hits], samples[later & ~hits],
+                          step_time[later & ~hits])
+                hit.add(rank[later & hits], samples[later & hits], step_time[later & hits])
+                clean, hit = self._clean.merged(clean), self._hit.merged(hit)
+        # As metrics.steady_steps: compile-hit steps are left out unless nothing else is left.
+        use = clean if len(clean.times) else hit
+        if not len(use.times):
+            return None
+        times = np.frombuffer(use.times, dtype=np.float32)
+        rate = None
+        if not use.samples_unknown:
+            rate = sum(use.samples[r] / use.seconds[r] for r in use.seconds
+                       if use.seconds[r] > 0)
+        return metrics.SteadyState(
+            samples_per_s=rate if rate and rate > 0 else None,
+            step_time_median=float(np.median(times)),
+            step_time_p90=float(np.quantile(times, 0.9)),
+            step_time_mean=float(times.mean(dtype=np.float64)),
+            steps=len(times), ranks=len(use.seconds), warmup_steps=self.warmup_steps)
+
+
+def overlaps_compile(t: np.ndarray, rank: np.ndarray, step_time: np.ndarray,
+                     compiles: pd.DataFrame | None) -> np.ndarray:
+    """Per step: did a compile event of its rank, or of no rank, fall in (t - step_time, t]?"""
+    hit = np.zeros(len(t), dtype=bool)
+    if compiles is None or not len(compiles) or "t" not in compiles:
+        return hit
+    ct = pd.to_numeric(compiles["t"], errors="coerce")
+    crank = (pd.to_numeric(compiles["rank"], errors="coerce") if "rank" in compiles
+             else pd.Series(np.nan, index=compiles.index))
+    anyrank = ct[crank.isna()].dropna().to_numpy()
+    start = t - step_time
+    for r in np.unique(rank):
+        times = np.sort(np.concatenate([anyrank, ct[crank == r].dropna().to_numpy()]))
+        if not len(times):
+            continue
+        mine = rank == r
+        inside = (np.searchsorted(times, t[mine], "right")
+                  - np.searchsorted(times, start[mine], "right"))
+        hit[mine] = inside > 0
+    return hit

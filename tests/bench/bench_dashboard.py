@@ -1,0 +1,261 @@
+"""Benchmark: the dashboard following a big live session, in a real pseudo-terminal.
+
+A generator writes a 32-rank session: each rank 10 steps/s into its probe file, plus 1 Hz
+telemetry (per-CPU host sample of 128 CPUs, the process tree of launcher + ranks + 2 DataLoader
+workers each, 32 NeuronCores). First it fast-forwards (`--speedup` x real time) until the
+session holds `--events` events, the dashboard following all along; then it writes at the real
+rate for `--measure` seconds while the dashboard's CPU time and RSS are measured.
+
+    .venv/bin/python tests/bench/bench_dashboard.py                # 1M events, 60 s window
+    .venv/bin/python tests/bench/bench_dashboard.py --events 50000 --measure 10   # quick
+
+Pass: following costs at most 5% of one core and RSS stays at most 200 MB after 1M events.
+The dashboard runs as `python -m neurotui.ui.app` at 160x48 with TERM=xterm-256color and no
+COLORTERM (as over SSH), so terminal output and rendering are part of the cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_LIMIT_PCT = 5.0
+RSS_LIMIT_MB = 200.0
+
+
+class SessionGenerator:
+    """Writes the session files the supervisor and the probe would write."""
+
+    def __init__(self, session: Path, ranks: int, rate: float, cpus: int = 128) -> None:
+        self.session = session
+        self.ranks = ranks
+        self.rate = rate
+        self.cpus = cpus
+        (session / "probe").mkdir(parents=True)
+        (session / "logs").mkdir()
+        self.events = 0
+        self.step = 0
+        self._probe = [open(session / "probe" / f"rank-{r}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+                       for r in range(ranks)]
+        self._main = open(session / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._next_telemetry = 0.0
+        self._sim = 0.0
+
+    def write_meta(self, started_at: float) -> None:
+        me = psutil.Process()
+        meta = {"format": 1, "id": self.session.name, "name": "bench", "started_at": started_at,
+                "ended_at": None, "exit": None, "command": ["torchrun", "bench"],
+                "instance": {"type": "trn1.32xlarge", "source": "bench", "region": None},
+                "price": {"usd_per_hour": 21.50, "source": "bench", "as_of": "2026-01-01"},
+                "config": {"step_target": 10_000_000},
+                # The generator stands in for the job: the dashboard sees a live session.
+                "job_pid": me.pid, "job_create_time": me.create_time()}
+        tmp = self.session / ".meta.tmp"
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, self.session / "meta.json")
+
+    def start(self, sim_t: float) -> None:
+        self._sim = sim_t
+        self._next_telemetry = sim_t
+
+    def advance(self, until: float) -> None:
+        """Write everything that happens in simulated time up to `until`."""
+        period = 1.0 / self.rate
+        while self._sim + period <= until:
+            self._sim += period
+            self.step += 1
+            t = self._sim
+            for r, f in enumerate(self._probe):
+                dt = period * (1.0 + 0.02 * ((self.step + r) % 5))
+                f.write(f'{{"t": {t + r * 1e-4:.4f}, "kind": "step", "rank": {r}, "step": '
+                        f'{self.step}, "samples": 16, "loss": {2.0 + 1.0 / self.step:.5f}, '
+                        f'"dt": {dt:.5f}, "phases": null, "src": "probe", "attempt": 0}}\n')
+            self.events += self.ranks
+            while self._next_telemetry <= t:
+                self._telemetry(self._next_telemetry)
+                self._next_telemetry += 1.0
+        for f in (*self._probe, self._main):
+            f.flush()
+
+    def _telemetry(self, t: float) -> None:
+        k = int(t)
+        cpu = [round((k * 7 + i * 13) % 100 * 0.6, 1) for i in range(self.cpus)]
+        host = {"t": t, "kind": "host", "cpu": cpu, "mem_used": 300 * 2**30,
+                "mem_total": 512 * 2**30, "load": [40.0, 38.0, 35.0]}
+        procs = [{"pid": 1000, "ppid": 1, "name": "torchrun", "role": "launcher", "cpu": 1.0,
+                  "rss": 200 * 2**20}]
+        for r in range(self.ranks):
+            procs.append({"pid": 2000 + r, "ppid": 1000, "name": "python", "role": "rank",
+                          "cpu": 95.0, "rss": 3 * 2**30})
+            for w in range(2):
+                procs.append({"pid": 3000 + 2 * r + w, "ppid": 2000 + r, "name": "pt_worker",
+                              "role": "worker", "cpu": 40.0, "rss": 500 * 2**20})
+        neuron = {"t": t, "kind": "neuron", "cores": [
+            {"core": c, "pid": 2000 + c, "util": float((k + c) % 100), "flops": None,
+             "mem_device": 8 * 2**30} for c in range(32)]}
+        for record in (host, {"t": t, "kind": "procs", "procs": procs}, neuron):
+            self._main.write(json.dumps(record) + "\n")
+        self.events += 3
+
+    def close(self) -> None:
+        for f in (*self._probe, self._main):
+            f.close()
+
+
+class Terminal:
+    """The dashboard in a pseudo-terminal; its output is read and kept for a while."""
+
+    def __init__(self, session: Path, cols: int, rows: int, profile: Path | None = None,
+                 hide_pyarrow: bool = False, interval: float | None = None) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k != "COLORTERM"}
+        env.update(TERM="xterm-256color", LANG="C.UTF-8", PYTHONPATH=str(REPO))
+        prof = ["-m", "cProfile", "-o", str(profile)] if profile else []
+        # pyarrow is only in the `parquet`/`test` extras; pandas imports it when present.
+        entry = (["-c", "import sys; sys.modules['pyarrow'] = None; "
+                  "from neurotui.ui.app import main; sys.exit(main())"] if hide_pyarrow
+                 else ["-m", "neurotui.ui.app"])
+        self.proc = subprocess.Popen(
+            [sys.executable, *prof, *entry, str(session),
+             *([f"--interval={interval}"] if interval else [])], stdin=slave,
+            stdout=slave, stderr=slave, env=env, cwd=REPO, start_new_session=True)
+        os.close(slave)
+        self.master = master
+        self.recent = b""
+        self.total_bytes = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self.total_bytes += len(data)
+                self.recent = (self.recent + data)[-200_000:]
+
+    def shown_steps(self) -> int | None:
+        with self._lock:
+            found = re.findall(rb"step ([\d,]+)/", self.recent)
+        return max(int(x.replace(b",", b"")) for x in found) if found else None
+
+    def quit(self) -> int | None:
+        with contextlib.suppress(OSError):
+            os.write(self.master, b"q")
+        try:
+            return self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return None
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def main_thread_seconds(proc: psutil.Process) -> float:
+    """CPU of the UI thread (the process's first thread); the rest is worker threads."""
+    return sum(t.user_time + t.system_time for t in proc.threads() if t.id == proc.pid)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ranks", type=int, default=32)
+    parser.add_argument("--rate", type=float, default=10.0, help="steps/s per rank")
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--speedup", type=float, default=25.0)
+    parser.add_argument("--measure", type=float, default=60.0, help="seconds at real rate")
+    parser.add_argument("--size", default="160x48")
+    parser.add_argument("--dir", type=Path, help="where to write the session (kept)")
+    parser.add_argument("--profile", type=Path, help="cProfile the dashboard's main thread")
+    parser.add_argument("--interval", type=float, help="dashboard refresh (default: its own)")
+    parser.add_argument("--hide-pyarrow", action="store_true",
+                        help="run the dashboard as on the README's install (no pyarrow)")
+    args = parser.parse_args(argv)
+    cols, rows = (int(x) for x in args.size.split("x"))
+
+    root = args.dir or Path(tempfile.mkdtemp(prefix="neurotui-bench-"))
+    session = root / "20260101-000000-bench"
+    gen = SessionGenerator(session, args.ranks, args.rate)
+    per_sim_s = args.ranks * args.rate + 3
+    backlog_s = args.events / per_sim_s
+    wall0 = time.time()
+    # Simulated time runs `speedup` times faster and meets the wall clock when the backlog
+    # is written, so every event is in the past for the dashboard, as in a real run.
+    sim0 = wall0 + backlog_s / args.speedup - backlog_s
+    gen.write_meta(started_at=sim0)
+    gen.start(sim0)
+    term = Terminal(session, cols, rows, args.profile, args.hide_pyarrow, args.interval)
+    dash = psutil.Process(term.proc.pid)
+    print(f"session {session}; dashboard pid {term.proc.pid}; fast-forward "
+          f"{backlog_s:,.0f} s of run at {args.speedup:g}x", flush=True)
+
+    while gen.events < args.events:
+        gen.advance(sim0 + (time.time() - wall0) * args.speedup)
+        if term.proc.poll() is not None:
+            print("dashboard exited early", file=sys.stderr)
+            return 2
+        time.sleep(0.05)
+    catch_up_cpu = cpu_seconds(dash)
+    print(f"{gen.events:,} events written in {time.time() - wall0:.0f} s; dashboard used "
+          f"{catch_up_cpu:.1f} CPU-s so far, RSS {dash.memory_info().rss / 2**20:.0f} MB",
+          flush=True)
+    time.sleep(3)  # let it take in the last fast-forward batch before measuring
+
+    # Real rate from here: the measurement window.
+    base_sim = gen._sim
+    start_wall = time.time()
+    start_cpu = cpu_seconds(dash)
+    start_ui = main_thread_seconds(dash)
+    start_bytes = term.total_bytes
+    peak_rss = 0
+    while (elapsed := time.time() - start_wall) < args.measure:
+        gen.advance(base_sim + elapsed)
+        peak_rss = max(peak_rss, dash.memory_info().rss)
+        time.sleep(0.1)
+    window = time.time() - start_wall
+    cpu_pct = (cpu_seconds(dash) - start_cpu) / window * 100
+    ui_pct = (main_thread_seconds(dash) - start_ui) / window * 100
+    rss_mb = dash.memory_info().rss / 2**20
+    shown = term.shown_steps()
+    print(f"window {window:.0f} s at {args.ranks} ranks x {args.rate:g} steps/s + 1 Hz "
+          f"telemetry; session now {gen.events:,} events", flush=True)
+    print(f"dashboard CPU: {cpu_pct:.2f}% of one core (limit {CPU_LIMIT_PCT:g}%): UI thread "
+          f"{ui_pct:.2f}%, workers {cpu_pct - ui_pct:.2f}%")
+    print(f"dashboard RSS: {rss_mb:.0f} MB at the end, {peak_rss / 2**20:.0f} MB peak in the "
+          f"window (limit {RSS_LIMIT_MB:g} MB)")
+    print(f"terminal output: {(term.total_bytes - start_bytes) / window / 1024:.1f} KiB/s; header "
+          f"shows step {shown} (generator at step {gen.step})")
+    code = term.quit()
+    gen.close()
+    print(f"dashboard exit code {code}")
+    ok = cpu_pct <= CPU_LIMIT_PCT and rss_mb <= RSS_LIMIT_MB and shown is not None \
+        and gen.step - shown <= args.rate * 10
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""The dashboard's figures equal neurotui.metrics' on the same data, however they arrive."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurotui import metrics
+from neurotui.session import layout
+from neurotui.session.reader import SessionReader
+from neurotui.ui.clock import FixedClock
+from neurotui.ui.model import DashboardModel, DashboardState, process_tree
+from tests.ui.sessions import RUNNING, T0, Recorder, reference_session
+
+
+def model_for(session: Path, at: float, **kwargs: object) -> DashboardModel:
+    return DashboardModel(SessionReader(session), FixedClock(T0 + at), status=lambda: RUNNING,
+                          throttle=False, **kwargs)  # type: ignore[arg-type]
+
+
+def test_figures_match_metrics_on_the_reference_session(tmp_path: Path) -> None:
+    session = reference_session(tmp_path)
+    model = model_for(session, 70)
+    state = model.refresh()
+    reader = SessionReader(session).load()
+    steps, compiles = reader.steps(), reader.frame("compile")
+    now = T0 + 70
+    tp = state.throughput
+
+    expected = metrics.steady_state(steps, compiles=compiles)
+    assert expected is not None and tp.steady is not None
+    for name in ("samples_per_s", "step_time_median", "step_time_p90", "step_time_mean"):
+        assert getattr(tp.steady, name) == pytest.approx(getattr(expected, name)), name
+    assert (tp.steady.steps, tp.steady.ranks) == (expected.steps, expected.ranks)
+    assert tp.now_sps == pytest.approx(metrics.current_throughput(steps, now))
+    assert tp.total_samples == pytest.approx(metrics.total_samples(steps))
+    per_rank = metrics.rank_step_times(steps)
+    assert {r.rank: r.median_s for r in tp.ranks} == pytest.approx(
+        per_rank["median_step_s"].to_dict())
+    assert [r.rank for r in tp.ranks if r.straggler] == metrics.find_stragglers(per_rank) == [1]
+    assert state.header.phase == metrics.phase(reader.meta, steps, compiles, now) == "steady"
+    assert state.header.step == metrics.latest_step(steps) == 120
+    cost = metrics.cost_so_far(1.34375, T0, now)
+    assert state.header.cost_usd == pytest.approx(cost)
+    proj = metrics.project_to_step(120, 500, expected.step_time_median, 1.34375, cost, now)
+    assert proj is not None
+    assert state.header.eta_s == pytest.approx(proj.remaining_s)
+    assert state.header.projected_usd == pytest.approx(proj.total_usd)
+    assert tp.spd_steady == pytest.approx(
+        metrics.samples_per_dollar(expected.samples_per_s, 1.34375))
+    assert tp.spd_all_in == pytest.approx(
+        metrics.all_in_samples_per_dollar(metrics.total_samples(steps), cost))
+
+    series = metrics.throughput_series(steps, bucket_s=1.0, start=T0, end=now)
+    assert tp.history is not None and tp.history.bucket_s == 1.0
+    assert np.allclose(tp.history.samples_per_s, series["samples_per_s"].to_numpy())
+
+
+def _append_steps_interleaved(rec: Recorder, start: int, stop: int) -> None:
+    """Rank 1's file lags rank 0's by a step: the reader sees late rows and re-sorts."""
+    for n in range(start, stop):
+        rec.step(T0 + n * 0.5, 0, n, 0.5)
+        if n > start:
+            rec.step(T0 + (n - 1) * 0.5 + 0.01, 1, n - 1, 0.55)
+
+
+def test_incremental_following_equals_reading_at_once(tmp_path: Path) -> None:
+    live_rec = Recorder(tmp_path / "live", "20260101-150000-live")
+    clock = FixedClock(T0)
+    live = DashboardModel(SessionReader(live_rec.dir), clock, status=lambda: RUNNING,
+                          throttle=False)
+    n = 1
+    for chunk in (3, 7, 1, 12, 30, 5):
+        _append_steps_interleaved(live_rec, n, n + chunk)
+        n += chunk
+        clock.t = T0 + n * 0.5
+        live.refresh()
+    state_live = live.refresh()
+    assert live.resets == 0  # late rows were found per rank, not by position
+    at_once = DashboardModel(SessionReader(live_rec.dir), FixedClock(clock.t),
+                             status=lambda: RUNNING).refresh()
+    _same(state_live, at_once)
+    steps = SessionReader(live_rec.dir).load().steps()
+    assert state_live.throughput.total_samples == pytest.approx(metrics.total_samples(steps))
+    live_rec.close()
+
+
+def _same(a: DashboardState, b: DashboardState) -> None:
+    ta, tb = a.throughput, b.throughput
+    assert ta.steady is not None and tb.steady is not None
+    assert vars(ta.steady) == pytest.approx(vars(tb.steady))
+    assert ta.ranks == tb.ranks
+    assert ta.now_sps == pytest.approx(tb.now_sps)
+    assert ta.total_samples == pytest.approx(tb.total_samples)
+    assert ta.history is not None and tb.history is not None
+    assert np.allclose(ta.history.samples_per_s, tb.history.samples_per_s)
+    assert np.allclose(ta.history.step_time, tb.history.step_time, equal_nan=True)
+    assert a.header == b.header
+
+
+def test_dropped_log_rows_start_the_steps_over(tmp_path: Path) -> None:
+    """A rank first seen in its log, then in its probe: the reader drops the log rows, and
+    the dashboard starts over instead of counting them twice."""
+    rec = Recorder(tmp_path, "20260101-160000-mixed")
+    for n in range(1, 6):
+        rec.event(T0 + n, "step", rank=0, step=n, samples=8, loss=None, dt=1.0, src="log",
+                  attempt=0)
+    rec._events.flush()
+    model = model_for(rec.dir, 6)
+    assert model.refresh().throughput.total_samples == 40
+    for n in range(6, 9):
+        rec.step(T0 + n, 0, n, 1.0, samples=8)
+    state = model.refresh()
+    assert model.resets == 1
+    assert state.throughput.total_samples == 24  # the probe's 3 steps only, as the reader
+    rec.close()
+
+
+def test_restart_shows_the_new_attempt(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, "20260101-170000-restart")
+    for n in range(1, 31):
+        rec.step(T0 + n * 0.1, 0, n, 0.1)
+    for n in range(1, 6):  # attempt 1 starts over at step 1
+        rec.step(T0 + 10 + n * 0.2, 0, n, 0.2, attempt=1)
+    rec.event(T0 + 9.5, "restart", attempt=1, delay_s=1.0, reason="rank 0 exited with 1")
+    rec.close()
+    state = model_for(rec.dir, 11.1).refresh()
+    steps = SessionReader(rec.dir).load().steps()
+    assert state.header.step == metrics.latest_step(steps) == 5
+    assert state.header.phase == "warm-up"
+    assert [r.median_s for r in state.throughput.ranks] == pytest.approx([0.2])
+    assert any(a.key == "restarts" for a in state.alerts)
+
+
+def test_alerts_cite_evidence(tmp_path: Path) -> None:
+    session = reference_session(tmp_path)
+    state = model_for(session, 70).refresh()
+    by_key = {a.key: a for a in state.alerts}
+    cpu = by_key["cpu-bound-input"]
+    assert "3 of 8 CPUs >= 90%" in cpu.evidence[0] and "cpu0 100%" in cpu.evidence[0]
+    assert "NeuronCore utilisation averages 13%" in cpu.evidence[1]
+    assert cpu.advice and "more DataLoader workers" in cpu.advice
+    variance = by_key["step-variance"]
+    assert variance.evidence[0].startswith("rank 0: median 400ms, p10 400ms, p90 900ms")
+    assert "stalled" not in by_key and "recompile" not in by_key
+
+
+def test_compile_after_steady_and_a_silent_rank(tmp_path: Path) -> None:
+    session = reference_session(tmp_path)
+    with open(session / layout.EVENTS, "a") as f:
+        f.write(json.dumps({"t": T0 + 60, "kind": "compile", "rank": 0, "what": "compile",
+                            "line": "Compiling graph_9 [x]"}) + "\n")
+    state = model_for(session, 120).refresh()  # 50 s after the last step
+    by_key = {a.key: a for a in state.alerts}
+    assert "1 compile event(s) since steady state (1 compile)" in by_key["recompile"].evidence[0]
+    assert "Compiling graph_9 [x]" in by_key["recompile"].evidence[0]
+    stalled = by_key["stalled"]
+    assert stalled.title == "no progress on rank(s) 0, 1"
+    assert any(e.startswith("rank 1: no step for") and "last step 120" in e
+               for e in stalled.evidence)
+
+
+def test_not_running_means_no_stall_alert(tmp_path: Path) -> None:
+    from neurotui.session.status import SessionStatus
+
+    session = reference_session(tmp_path)
+    model = DashboardModel(SessionReader(session), FixedClock(T0 + 500),
+                           status=lambda: SessionStatus("lost", False, "gone"))
+    state = model.refresh()
+    assert not any(a.key == "stalled" for a in state.alerts)
+    assert state.header.status == "lost" and not state.header.running
+
+
+def test_process_tree_is_depth_first() -> None:
+    rows = process_tree([
+        {"pid": 3, "ppid": 1, "name": "rank1", "role": "rank"},
+        {"pid": 1, "ppid": 0, "name": "torchrun", "role": "launcher"},
+        {"pid": 4, "ppid": 2, "name": "worker", "role": "worker"},
+        {"pid": 2, "ppid": 1, "name": "rank0", "role": "rank"},
+        {"pid": 9, "ppid": 7, "name": "orphan", "role": "worker"},
+    ])
+    assert [(r.pid, r.depth) for r in rows] == [(1, 0), (2, 1), (4, 2), (3, 1), (9, 0)]
+    assert rows[0].cpu is None and rows[0].rss is None  # missing, not zero

@@ -1,0 +1,89 @@
+"""Snapshot tests (pytest-textual-snapshot): recorded sessions, a frozen clock, no blinking.
+
+Update after an intended change with `pytest tests/ui/test_snapshots.py --snapshot-update`,
+then look at the SVGs under __snapshots__/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from neurotui.session.status import SessionStatus
+from tests.ui.conftest import make_app, settle
+from tests.ui.sessions import cpu_only_session, reference_session
+
+Compare = Callable[..., bool]
+FAILED = SessionStatus("failed", False, "failed")
+
+
+async def _settled(pilot: Pilot[object]) -> None:
+    await settle(pilot)
+
+
+async def _settled_blurred(pilot: Pilot[object]) -> None:
+    await settle(pilot)
+    pilot.app.screen.set_focus(None)
+    await pilot.pause()
+
+
+class TestReferenceRun:
+    """The reference case: CPU-bound input, a straggler, backward-pass swings."""
+
+    def test_80x24(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path))
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_settled_blurred)
+
+    def test_160x48(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path))
+        assert snap_compare(app, terminal_size=(160, 48), run_before=_settled_blurred)
+
+    def test_light_theme_80x24(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path), theme="neurotui-light")
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_settled_blurred)
+
+    def test_ascii_80x24(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path), ascii_mode=True)
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_settled_blurred)
+
+
+class TestEndsAndGaps:
+    def test_crashed_80x24(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path, end=True), at=80, status=FAILED)
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_settled_blurred)
+
+    def test_no_accelerator_no_price_80x24(self, snap_compare: Compare,
+                                           tmp_path: Path) -> None:
+        app = make_app(cpu_only_session(tmp_path), at=3)
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_settled_blurred)
+
+
+class TestScreens:
+    def test_help(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path))
+        assert snap_compare(app, terminal_size=(100, 40), press=["question_mark"],
+                            run_before=_settled)
+
+    def test_stop_confirmation(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path))
+        assert snap_compare(app, terminal_size=(80, 24), press=["S"], run_before=_settled)
+
+    def test_rank_one_stderr_log(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path))
+
+        async def pick_log(pilot: Pilot[object]) -> None:
+            await settle(pilot)
+            await pilot.press("right_square_bracket", "e")
+            await settle(pilot)
+            pilot.app.screen.set_focus(None)
+            await pilot.pause()
+
+        assert snap_compare(app, terminal_size=(80, 24), run_before=pick_log)
+
+
+@pytest.fixture(autouse=True)
+def _stable_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")

@@ -1,0 +1,97 @@
+"""StepState / SteadyTracker give metrics' figures, on random runs arriving in random pieces."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurotui import metrics
+from neurotui.ui.stepstate import StepState
+
+COLUMNS = ["t", "rank", "step", "samples", "loss", "dt", "src", "attempt"]
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame]:
+    ranks = draw(st.integers(1, 3))
+    rows = []
+    for rank in range(ranks):
+        t = 100.0 + rank * 0.01
+        n_steps = draw(st.integers(1, 40))
+        every = draw(st.sampled_from([1, 1, 5]))  # log lines every k steps
+        report_dt = draw(st.booleans())
+        for step in range(every, n_steps * every + 1, every):
+            dt = draw(st.floats(0.05, 2.0))
+            t += dt * every
+            rows.append({"t": round(t, 4), "rank": rank, "step": step, "samples": 16.0,
+                         "loss": 1.0, "dt": dt if report_dt else math.nan, "src": "probe",
+                         "attempt": 0})
+    df = pd.DataFrame(rows, columns=COLUMNS).sort_values("t", kind="stable",
+                                                         ignore_index=True)
+    # Each stage shows every rank's file read up to its own point, as the reader does when
+    # files grow unevenly: rows of one rank land before rows of another already seen.
+    sizes = df.groupby("rank").size().to_dict()
+    stages = []
+    seen = dict.fromkeys(sizes, 0)
+    for _ in range(draw(st.integers(0, 4))):
+        seen = {r: draw(st.integers(seen[r], n)) for r, n in sizes.items()}
+        stages.append(dict(seen))
+    stages.append(sizes)
+    compiles = pd.DataFrame({"t": draw(st.lists(st.floats(100, 130), max_size=3)),
+                             "rank": None})
+    return df, stages, compiles
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs())
+def test_matches_metrics(run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame]
+                         ) -> None:
+    df, stages, compiles = run
+    state = StepState(started_at=100.0, recent=10_000)
+    for stage in stages:
+        shown = df[df.groupby("rank").cumcount() < df["rank"].map(stage)]
+        assert state.take(shown.reset_index(drop=True))
+    now = float(df["t"].max()) + 0.5
+    assert state.total_samples == pytest.approx(metrics.total_samples(df))
+    assert state.throughput(now) == pytest.approx(metrics.current_throughput(df, now))
+    assert state.latest_step() == metrics.latest_step(df)
+    per_rank = metrics.rank_step_times(df)
+    assert {r: m for r, (m, _) in state.rank_medians().items()} == pytest.approx(
+        per_rank["median_step_s"].to_dict())
+    expected = metrics.steady_state(df, compiles=compiles)
+    got = state.tracker.result(compiles)
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert vars(got) == pytest.approx(vars(expected))
+    reached = metrics.phase({}, df, None, now) == "steady"
+    assert state.reached_steady() == reached
+
+
+def test_history_buckets_widen_and_keep_totals() -> None:
+    from neurotui.ui.history import RunHistory
+
+    h = RunHistory(0.0, max_buckets=8, bucket_s=1.0)
+    t = np.arange(0.5, 40.0, 1.0)
+    h.add(t, np.full(len(t), 0.5), np.full(len(t), 10.0))
+    series = h.series(40.0)
+    assert h.bucket_s == 8.0  # 40 s in 8 buckets of at most: 1 -> 2 -> 4 -> 8 s
+    assert len(series.samples_per_s) == 5
+    assert np.allclose(series.samples_per_s, 10.0)
+    assert np.allclose(series.step_time, 0.5)
+
+
+def test_a_bucket_without_steps_is_a_gap_not_a_zero_step_time() -> None:
+    from neurotui.ui.history import RunHistory
+
+    h = RunHistory(0.0, bucket_s=1.0)
+    h.add(np.array([0.5, 2.5]), np.array([0.1, 0.3]), np.array([1.0, 1.0]))
+    series = h.series(3.0)
+    assert series.step_time[0] == 0.1 and math.isnan(series.step_time[1])
+    assert series.samples_per_s[1] == 0.0  # no samples in that second: a real zero

@@ -1,0 +1,82 @@
+"""Log lines are data: shown literally; the log tail is bounded and follows new files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neurotui.session import layout
+from neurotui.ui import charts
+from neurotui.ui.logtail import LAUNCHER, LogChoice, LogFollower, LogTail
+from neurotui.ui.textsafe import ESCAPE_STYLE, safe_text, visible_text
+from tests.ui.sessions import NASTY_LINE, Recorder
+
+
+def test_markup_stays_text_and_escapes_become_visible() -> None:
+    text = safe_text(NASTY_LINE)
+    assert text.plain == ("[bold red]not markup[/] \\x1b[31mred?\\x1b[0m \\x1b]0;title\\x07 "
+                          "[link=http://x]click[/link] bell\\x07 done")
+    assert not any(ord(c) < 32 for c in text.plain)
+    escapes = [text.plain[s.start:s.end] for s in text.spans if s.style == ESCAPE_STYLE]
+    assert escapes == ["\\x1b", "\\x1b", "\\x1b", "\\x07", "\\x07"]
+
+
+def test_other_controls_tabs_and_carriage_returns() -> None:
+    assert visible_text("a\tb") == "a   b"
+    assert visible_text("x\x00y\x7fz\x9b") == "x\\x00y\\x7fz\\x9b"
+    assert visible_text("line\r") == "line"  # CRLF
+    assert visible_text("10%\r50%\r100% done") == "\\x0d100% done"  # progress bar rewrites
+    assert visible_text("sep\u2028x") == "sep\\u2028x"
+
+
+def test_tail_reads_the_backlog_end_then_follows(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    path.write_text("".join(f"line {i}\n" for i in range(10_000)))
+    tail = LogTail(path, backlog_bytes=100)
+    first = tail.read()
+    assert first[-1] == "line 9999" and len(first) < 15 and first[0].startswith("line ")
+    with open(path, "a") as f:
+        f.write("partial")
+    assert tail.read() == []  # waits for the newline
+    with open(path, "ab") as f:
+        f.write(b" now whole\n\xff\xfe bad utf8\n")
+    assert tail.read() == ["partial now whole", "\ufffd\ufffd bad utf8"]
+
+
+def test_tail_bounds_a_line_without_end(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    path.write_bytes(b"x" * 50_000)
+    tail = LogTail(path, backlog_bytes=100_000, max_line_bytes=1000)
+    lines = tail.read()
+    assert len(lines) == 1 and lines[0].endswith("\x1a") and len(lines[0]) == 1001
+    assert visible_text(lines[0]).endswith("x\\x1a")  # the cut is marked visibly
+
+
+def test_follower_picks_rank_zero_then_follows_a_restart(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, "20260101-180000-logs")
+    follower = LogFollower(rec.dir, rescan_s=0)
+    lines, reset = follower.poll(None, 0.0)
+    assert follower.choice == LogChoice(LAUNCHER) and lines == [] and reset
+    rec.launcher_log(["torchrun up"])
+    assert follower.poll(None, 1.0) == (["torchrun up"], False)
+    rec.rank_log(0, ["attempt 0 line"])
+    lines, reset = follower.poll(None, 2.0)
+    assert follower.choice == LogChoice(0, "stdout") and reset and lines == ["attempt 0 line"]
+    newer = rec.dir / layout.TORCHRUN_LOG_DIR / "run_1" / "attempt_0" / "0" / "stdout.log"
+    newer.parent.mkdir(parents=True)
+    newer.write_text("restarted\n")
+    import os
+    os.utime(newer.parent.parent.parent, (10**10, 10**10))  # the newer torchrun run
+    lines, reset = follower.poll(None, 3.0)
+    assert reset and lines == ["restarted"] and follower.path == newer
+    rec.close()
+
+
+def test_charts_ascii_and_missing() -> None:
+    assert charts.sparkline([0, 1, 2, 4], 4) == " ▂▄█"
+    assert charts.sparkline([0, 1, 2, 4], 4, ascii_mode=True) == " -+@"
+    assert charts.sparkline([1.0, float("nan"), 2.0], 3) == "▄ █"
+    assert charts.heat([100, None, 0]) == "█? "
+    assert charts.bar(0.5, 4) == "██  " and charts.bar(0.5, 4, True) == "##  "
+    assert charts.bar(None, 5) == "???  "
+    assert charts.columns([1, 2], 2, 2) == [" █", "██"]
+    assert charts.resample(list(range(10)), 2) == [2.0, 7.0]

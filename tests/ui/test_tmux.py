@@ -1,0 +1,130 @@
+"""The dashboard in a real terminal (tmux): live steps and phase, detaching, literal logs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.ui.sessions import reference_session
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+
+class Tmux:
+    """One tmux server of our own (its own socket), one window of a fixed size."""
+
+    def __init__(self, name: str) -> None:
+        self.socket = f"neurotui-test-{os.getpid()}-{name}"
+        self.target = name
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, "-f", os.devnull, *args],
+                              capture_output=True,
+                              text=True, timeout=30).stdout
+
+    def start(self, command: str, cols: int = 100, rows: int = 30) -> None:
+        # COLUMNS/LINES (set by pytest) would override the real terminal size.
+        env = ("unset COLUMNS LINES; export TERM=xterm-256color LANG=C.UTF-8 "
+               "NEUROTUI_INTERVAL=0.5; ")
+        # The shell stays after the command, so what it printed on exit can be read.
+        self.tmux("new-session", "-d", "-s", self.target, "-x", str(cols), "-y", str(rows),
+                  f"{env}{command}; echo '[exited]'; sleep 600")
+        self.tmux("set-option", "-t", self.target, "window-size", "manual")
+        self.tmux("resize-window", "-t", self.target, "-x", str(cols), "-y", str(rows))
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", self.target)
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", self.target, *keys)
+
+    def wait(self, predicate: Callable[[str], object], timeout: float, what: str) -> str:
+        deadline = time.time() + timeout
+        screen = ""
+        while time.time() < deadline:
+            screen = self.screen()
+            if predicate(screen):
+                return screen
+            if "[exited]" in screen and "[exited]" not in what:
+                break
+            time.sleep(0.25)
+        raise AssertionError(f"timed out waiting for {what}; screen:\n{screen}")
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+@pytest.fixture
+def tmux(request: pytest.FixtureRequest) -> Iterator[Tmux]:
+    term = Tmux(request.node.name[:20].replace("[", "_"))
+    yield term
+    term.close()
+
+
+def test_log_markup_and_escapes_stay_literal_in_a_real_terminal(tmp_path: Path,
+                                                                tmux: Tmux) -> None:
+    session = reference_session(tmp_path)
+    tmux.start(f"{shlex.quote(sys.executable)} -m neurotui.ui.app {shlex.quote(str(session))}",
+               cols=160, rows=48)
+    screen = tmux.wait(lambda s: "not markup" in s, 60, "the log line")
+    assert "[bold red]not markup[/] \\x1b[31mred?\\x1b[0m \\x1b]0;title\\x07" in screen
+    assert "[link=http://x]click[/link] bell\\x07 done" in screen
+    assert tmux.tmux("display-message", "-p", "-t", tmux.target, "#{pane_title}").strip() \
+        != "title"  # the OSC title sequence never reached the terminal
+    tmux.keys("q")
+    tmux.wait(lambda s: "[exited]" in s, 30, "the dashboard to quit ([exited])")
+
+
+@pytest.mark.slow
+def test_real_run_steps_rise_phase_changes_and_detach_leaves_training(tmp_path: Path,
+                                                                     tmux: Tmux) -> None:
+    sessions = tmp_path / "sessions"
+    py = shlex.quote(sys.executable)
+    train = [py, "-m", "torch.distributed.run", "--nproc_per_node=2",
+             str(REPO / "runner" / "train_vit.py"), "--model", "vit-micro", "--image-size",
+             "32", "--batch-size", "8", "--workers", "0", "--device", "cpu", "--steps", "4000"]
+    tmux.start(f"cd {shlex.quote(str(REPO))} && {py} -m neurotui --sessions-dir "
+               f"{shlex.quote(str(sessions))} run -- {' '.join(train)}")
+    session: Path | None = None
+    try:
+        seen: list[tuple[str, int | None]] = []
+
+        def progress(screen: str) -> bool:
+            phase = re.search(r"\b(STARTING|COMPILING|WARM-UP|STEADY|FINISHED|CRASHED)\b",
+                              screen)
+            step = re.search(r"^ step ([\d,]+)", screen, re.MULTILINE)
+            if phase:
+                seen.append((phase.group(1), int(step.group(1).replace(",", ""))
+                             if step else None))
+            steps = [s for p, s in seen if s is not None and p == "STEADY"]
+            return len(set(steps)) >= 3 and steps == sorted(steps)
+
+        tmux.wait(progress, 240, "steps rising in steady state")
+        phases = [p for p, _ in seen]
+        assert phases[0] in ("STARTING", "WARM-UP") and phases[-1] == "STEADY", phases
+        session = next(p for p in sessions.iterdir() if (p / "meta.json").exists())
+        assert "q closes" in tmux.screen()  # the screen says quitting leaves training on
+
+        tmux.keys("q")
+        tmux.wait(lambda s: "dashboard closed; training goes on" in s, 30, "the detach note")
+        before = _probe_steps(session)
+        time.sleep(3)
+        assert _probe_steps(session) > before, "training stopped when the dashboard closed"
+    finally:
+        if session is not None:
+            subprocess.run([sys.executable, "-m", "neurotui", "--sessions-dir", str(sessions),
+                            "stop", session.name], capture_output=True, timeout=120, cwd=REPO)
+
+
+def _probe_steps(session: Path) -> int:
+    return sum(len(p.read_text().splitlines()) for p in (session / "probe").glob("*.jsonl"))
