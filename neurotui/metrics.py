@@ -43,8 +43,8 @@ _GROUP = ["attempt", "rank"]
 
 # -- small helpers -------------------------------------------------------------------------
 
-def _num(value: Any) -> float | None:
-    """A finite float, or None for None/NaN/inf/bool/non-numbers."""
+def finite_or_none(value: Any) -> float | None:
+    """A finite float, or None for None/NaN/inf/bool/non-numbers: missing stays missing."""
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -56,7 +56,7 @@ def _num(value: Any) -> float | None:
 
 def _pos(value: Any) -> float | None:
     """A finite float > 0, or None: the inputs that may be divided by or multiplied into money."""
-    number = _num(value)
+    number = finite_or_none(value)
     return number if number is not None and number > 0 else None
 
 
@@ -231,10 +231,10 @@ def throughput_series(steps: pd.DataFrame, bucket_s: float = DEFAULT_BUCKET_S,
         return pd.DataFrame(columns=columns)
     df = df[np.isfinite(df["t"].astype(float))]
     samples = df["samples_covered"].fillna(0.0)
-    t0 = _num(start) if start is not None else None
+    t0 = finite_or_none(start) if start is not None else None
     if t0 is None:  # when the first step began, if its duration is known
         t0 = float((df["t"] - df["step_time"].fillna(0.0) * df["steps_covered"]).min())
-    t1 = _num(end) if end is not None else None
+    t1 = finite_or_none(end) if end is not None else None
     t1 = float(df["t"].max()) if t1 is None else t1
     if t1 <= t0:
         return pd.DataFrame(columns=columns)
@@ -261,7 +261,7 @@ def current_throughput(steps: pd.DataFrame, now: float,
     a stall drags the figure down to 0. 0.0 when steps exist but none in the window; None
     when there are no steps at all.
     """
-    start = _num(now)
+    start = finite_or_none(now)
     window = _pos(window_s)
     if start is None or window is None:
         return None
@@ -281,7 +281,7 @@ def current_throughput(steps: pd.DataFrame, now: float,
                 total += float(rows["samples_covered"].iloc[1:].fillna(0.0).sum()) / span
         else:
             step_time = _pos(rows["step_time"].iloc[0])
-            per_step = _num(rows["samples"].iloc[0])
+            per_step = finite_or_none(rows["samples"].iloc[0])
             if step_time is not None and per_step is not None:
                 total += per_step / max(step_time, start - t[0])
     return total
@@ -341,7 +341,7 @@ def find_stragglers(per_rank: pd.DataFrame | pd.Series | Mapping[int, float],
     if isinstance(per_rank, pd.DataFrame):
         per_rank = per_rank["median_step_s"] if "median_step_s" in per_rank else pd.Series()
     medians = {int(r): v for r, v in dict(per_rank).items() if _pos(v) is not None}
-    if len(medians) < 2 or _num(threshold) is None:
+    if len(medians) < 2 or finite_or_none(threshold) is None:
         return []
     slow = []
     for rank, median in medians.items():
@@ -362,7 +362,7 @@ def stalled_ranks(steps: pd.DataFrame, now: float, factor: float = DEFAULT_STALL
     Ranks without a known median step time are not judged. The caller asks this only while
     the job runs.
     """
-    moment = _num(now)
+    moment = finite_or_none(now)
     if moment is None or _pos(factor) is None:
         return {}
     df = _until(steps, moment)
@@ -378,7 +378,8 @@ def stalled_ranks(steps: pd.DataFrame, now: float, factor: float = DEFAULT_STALL
         any_rank = cdf.loc[ranks.isna(), "t"].max() if len(cdf) else np.nan
         for rank in last_seen.index:
             mine = cdf.loc[ranks == rank, "t"].max() if len(cdf) else np.nan
-            candidates = [x for x in (last_seen[rank], mine, any_rank) if _num(x) is not None]
+            candidates = [x for x in (last_seen[rank], mine, any_rank)
+                          if finite_or_none(x) is not None]
             last_seen[rank] = max(candidates)
     out = {}
     for rank, seen in last_seen.items():
@@ -396,7 +397,7 @@ def stalled_ranks(steps: pd.DataFrame, now: float, factor: float = DEFAULT_STALL
 def run_is_over(meta: Mapping[str, Any] | None, now: float | None = None) -> bool:
     """True once meta says the run ended (and, in a replay, `now` is past its end)."""
     meta = meta or {}
-    ended_at = _num(meta.get("ended_at"))
+    ended_at = finite_or_none(meta.get("ended_at"))
     if meta.get("exit") is None and ended_at is None:
         return False
     return ended_at is None or now is None or now >= ended_at
@@ -449,9 +450,9 @@ def cost_so_far(usd_per_hour: float | None, started_at: float | None, now: float
     """USD spent from start to `now` (or to `ended_at` once ended): the instance bills all of
     it, compile and idle time included."""
     price = _pos(usd_per_hour)
-    start = _num(started_at)
-    stop = _num(now)
-    end = _num(ended_at)
+    start = finite_or_none(started_at)
+    stop = finite_or_none(now)
+    end = finite_or_none(ended_at)
     if end is not None:
         stop = end if stop is None else min(stop, end)
     if price is None or start is None or stop is None:
@@ -528,15 +529,15 @@ def project_remaining(done: float | None, target: float | None, rate_per_s: floa
     None when the target, the progress or the rate is unknown (or zero); the money parts are
     None without a price. At or past the target the remaining time is 0.
     """
-    goal, so_far, rate = _pos(target), _num(done), _pos(rate_per_s)
+    goal, so_far, rate = _pos(target), finite_or_none(done), _pos(rate_per_s)
     if goal is None or so_far is None or rate is None:
         return None
     remaining_s = max(0.0, goal - so_far) / rate
     price = _pos(usd_per_hour)
     remaining_usd = None if price is None else remaining_s / 3600.0 * price
-    spent = _num(spent_usd)
+    spent = finite_or_none(spent_usd)
     total = None if remaining_usd is None or spent is None else spent + remaining_usd
-    moment = _num(now)
+    moment = finite_or_none(now)
     eta = None if moment is None else moment + remaining_s
     return Projection(remaining_s, remaining_usd, total, eta)
 

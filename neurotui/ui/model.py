@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from neurotui import metrics
+from neurotui.metrics import finite_or_none as _num
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import SessionStatus, session_status
 from neurotui.ui import alerts as rules
@@ -482,16 +483,6 @@ def _warnings(events: list[Mapping[str, Any]]) -> rules.Alert | None:
         return None
     shown = tuple(f"{e.get('source')}: {e.get('message')}" for e in events[-3:])
     return rules.Alert("warnings", "info", f"{len(events)} recorded warning(s)", shown)
-
-
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _int(value: Any) -> int | None:
