@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from neurotui.session import cache, layout
+from neurotui.session.tailing import read_new_lines
 from neurotui.session.writer import FORMAT_VERSION
 
 KNOWN_KINDS = frozenset({
@@ -232,20 +233,15 @@ class SessionReader:
 
     def _read_tail(self, tail: _Tail) -> int:
         """Take the complete lines appended to one stream; a partial last line waits."""
+        start = tail.taken
         try:
-            with open(tail.path, "rb") as f:
-                f.seek(tail.offset)
-                chunk = f.read()
+            lines, tail.offset, tail.pending = read_new_lines(tail.path, tail.offset,
+                                                              tail.pending)
         except FileNotFoundError:
             return 0
         except OSError as exc:
             self._bad(tail, f"{exc}")
             return 0
-        start = tail.taken
-        tail.offset += len(chunk)
-        data = tail.pending + chunk
-        lines = data.split(b"\n")
-        tail.pending = lines.pop()
         added = 0
         for raw in lines:
             tail.line_no += 1

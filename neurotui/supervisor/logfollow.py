@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neurotui.session import layout
+from neurotui.session.tailing import read_new_lines
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
 
@@ -54,16 +55,10 @@ class LogFollower:
 
     def _read(self, followed: _Followed, now: float) -> None:
         try:
-            with open(followed.path, "rb") as f:
-                f.seek(followed.offset)
-                chunk = f.read(_MAX_READ)
+            lines, followed.offset, followed.pending = read_new_lines(
+                followed.path, followed.offset, followed.pending, _MAX_READ)
         except OSError:
             return
-        if not chunk:
-            return
-        followed.offset += len(chunk)
-        lines = (followed.pending + chunk).split(b"\n")
-        followed.pending = lines.pop()
         for raw in lines:
             self._take(raw.decode("utf-8", errors="replace").rstrip("\r"), followed, now)
 
