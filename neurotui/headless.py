@@ -62,7 +62,12 @@ def follow(reader: SessionReader, *, interval_s: float = 5.0, out: TextIO = sys.
                 print(f"neurotui: {problems}", file=out, flush=True)
             return ended
         if alive is not None and not alive():
-            return None
+            # The exit may have been recorded between our read and this check: read again.
+            reader.poll(final=True)
+            ended = reader.meta.get("exit")
+            if ended is not None:
+                print(progress_line(reader, time.time()), file=out, flush=True)
+            return ended
         time.sleep(min(1.0, interval_s))
 
 
