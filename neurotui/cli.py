@@ -1,9 +1,10 @@
-"""Command line: run, attach, ls, stop, compare, export."""
+"""Command line: run, attach, ls, stop, replay, compare, export."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
+import math
 import os
 import platform
 import shutil
@@ -56,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--step-target", type=int, help="steps the run will take (for ETA)")
     run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
-    run.add_argument("--interval", type=float, default=5.0, help="headless: seconds per line")
     run.add_argument("--detach", action="store_true", help="start, print the session, return")
+    add_display_options(run)
     price = run.add_argument_group("price (default: detect the instance, built-in price table)")
     price.add_argument("--instance-type", help="e.g. trn1.2xlarge (else neuron-ls / IMDSv2)")
     price.add_argument("--price-per-hour", help="USD per hour, overriding the table")
@@ -72,7 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="follow a running session")
     attach.add_argument("session", nargs="?")
     attach.add_argument("--headless", action="store_true")
-    attach.add_argument("--interval", type=float, default=5.0)
+    add_display_options(attach)
+
+    replay = sub.add_parser("replay", help="replay a recorded session in the dashboard")
+    replay.add_argument("session", nargs="?")
+    replay.add_argument("--speed", type=_speed, default=10.0,
+                        help="recorded seconds per second, 1 to 100, or 'max' (default 10)")
+    replay.add_argument("--at", metavar="POSITION",
+                        help="start there: 12:30, 1h5m, 90s from the start, 'step 500' or 'end'")
+    replay.add_argument("--paused", action="store_true", help="start paused")
+    add_display_options(replay, headless=False)
 
     sub.add_parser("ls", help="list sessions")
 
@@ -84,6 +94,29 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_parser(sub)
     export.add_parser(sub)
     return p
+
+
+def add_display_options(parser: argparse.ArgumentParser, *, headless: bool = True) -> None:
+    parser.add_argument("--interval", type=float, default=None, metavar="SECONDS",
+                        help="seconds between dashboard refreshes (default 2, or "
+                             "$NEUROTUI_INTERVAL)" + ("; headless: between progress lines "
+                                                      "(default 5)" if headless else ""))
+    parser.add_argument("--ascii", action="store_true", default=None,
+                        help="no block or braille characters (or NEUROTUI_ASCII=1)")
+    parser.add_argument("--theme", choices=("dark", "light"),
+                        help="colour theme (or NEUROTUI_THEME=light)")
+
+
+def _speed(text: str) -> float:
+    if text.strip().lower() in ("max", "inf", "fastest"):
+        return math.inf
+    try:
+        speed = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a speed: {text!r}") from None
+    if not 0 < speed <= 1000:
+        raise argparse.ArgumentTypeError("speed must be above 0 and at most 1000 (or 'max')")
+    return speed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,12 +131,15 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_stop(args, root)
         if args.command == "attach":
             return cmd_attach(args, root)
+        if args.command == "replay":
+            return cmd_replay(args, root)
         if args.command == "compare":
             return compare.run(args, root)
         if args.command == "export":
             return export.run(args, root)
         # `neurotui` alone: the dashboard on the running session.
-        args.session, args.headless, args.interval = None, not sys.stdout.isatty(), 5.0
+        args.session, args.headless = None, not sys.stdout.isatty()
+        args.interval, args.ascii, args.theme = None, None, None
         return cmd_attach(args, root)
     except (SessionNotFound, SessionFormatError) as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
@@ -155,7 +191,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     print(f"neurotui: price: {SessionReader(session_dir).meta['price']['note']}", flush=True)
     if args.detach:
         return 0
-    return follow_session(session_dir, args.interval, headless=args.headless)
+    return follow_session(session_dir, args, headless=args.headless)
 
 
 def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
@@ -214,18 +250,19 @@ def wait_started(session_dir: Path, supervisor: subprocess.Popen[bytes],
     return False
 
 
-def follow_session(session_dir: Path, interval: float, *, headless: bool) -> int:
+def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: bool) -> int:
     from neurotui import headless as headless_mode
 
     if not headless:
         if sys.stdout.isatty() and sys.stdin.isatty():
             from neurotui.ui.app import run_dashboard
 
-            return run_dashboard(session_dir)  # it says how to come back if training goes on
+            # It says how to come back if training goes on.
+            return run_dashboard(session_dir, **display_settings(args))
         print("neurotui: not a terminal; following in headless mode", file=sys.stderr)
     reader = SessionReader(session_dir)
     try:
-        ended = headless_mode.follow(reader, interval_s=interval,
+        ended = headless_mode.follow(reader, interval_s=args.interval or 5.0,
                                      alive=lambda: session_status(session_dir).running)
     except KeyboardInterrupt:
         print(f"\nneurotui: detached; training goes on. `neurotui attach {session_dir.name}` "
@@ -263,9 +300,32 @@ def cmd_ls(root: Path) -> int:
     return 0
 
 
+def display_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The dashboard's keyword arguments from --interval/--ascii/--theme (None: from the
+    environment, as run_dashboard documents)."""
+    return {"interval_s": args.interval, "ascii_mode": args.ascii,
+            "theme": f"neurotui-{args.theme}" if args.theme else None}
+
+
 def cmd_attach(args: argparse.Namespace, root: Path) -> int:
     session_dir = find_session(root, args.session)
-    return follow_session(session_dir, args.interval, headless=args.headless)
+    return follow_session(session_dir, args, headless=args.headless)
+
+
+def cmd_replay(args: argparse.Namespace, root: Path) -> int:
+    session_dir = find_session(root, args.session)
+    SessionReader(session_dir)  # a clear error now for a folder that is not a session
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        print("neurotui: replay needs a terminal; `neurotui compare` and `neurotui export` "
+              "work without one", file=sys.stderr)
+        return 2
+    from neurotui.ui.app import env_interval
+    from neurotui.ui.replay import run_replay
+
+    settings = display_settings(args)
+    settings["interval_s"] = settings["interval_s"] or env_interval()
+    return run_replay(session_dir, speed=args.speed, at=args.at, paused=args.paused,
+                      **settings)
 
 
 def cmd_stop(args: argparse.Namespace, root: Path) -> int:

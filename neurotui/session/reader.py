@@ -454,6 +454,21 @@ class SessionReader:
         items = self.events.get(kind)
         return items[-1] if items else None
 
+    def event_locations(self, kind: str
+                        ) -> tuple[list[Path], np.ndarray, np.ndarray, np.ndarray]:
+        """Where every `kind` event taken so far lies, in file order: the files (by stream
+        number), and per event its stream, byte offset and length. Replay reads telemetry
+        this way instead of keeping it. Needs `use_cache=True` (the index is kept then)."""
+        if not self.use_cache:
+            raise ValueError("event locations are only indexed with use_cache=True")
+        index = self._index.frame()
+        mine = index[index["kind"].to_numpy() == _KIND_CODE[kind]]
+        paths = [self.dir / "-"] * len(self._tails)
+        for tail in self._tails.values():
+            paths[tail.sid] = tail.path
+        return (paths, mine["stream"].to_numpy(), mine["offset"].to_numpy(),
+                mine["length"].to_numpy())
+
 
 def _num(value: Any) -> float:
     if value is None:

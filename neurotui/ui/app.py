@@ -98,8 +98,11 @@ class DashboardApp(App[int]):
 
     # -- set-up --------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[None]:
-        self._dashboard = DashboardScreen(id="dashboard")
+        self._dashboard = self.make_dashboard()
         return self._dashboard
+
+    def make_dashboard(self) -> DashboardScreen:
+        return DashboardScreen(id="dashboard")
 
     @property
     def dashboard(self) -> DashboardScreen:
@@ -129,6 +132,10 @@ class DashboardApp(App[int]):
 
     @work(thread=True, group="poll", exit_on_error=False)
     def _refresh_worker(self, wanted: LogChoice | None) -> None:
+        self.refresh_frame(wanted)
+
+    def refresh_frame(self, wanted: LogChoice | None) -> None:
+        """One frame, in the poll worker's thread: the model's state and new log lines."""
         state = self.model.refresh()
         self.post_message(StateUpdated(state))
         self._trimmer.maybe_trim(now=self.model.fetched_table)
@@ -152,11 +159,25 @@ class DashboardApp(App[int]):
             # A dashboard bug must not take the view down: say so, and keep following.
             self.notify(f"refresh failed: {event.worker.error!r}", severity="error",
                         timeout=10, markup=False)
-        delay = 0.0 if self._poll_soon else self.interval_s
+        delay = 0.0 if self._poll_soon else self.next_frame_in()
         self._poll_soon = False
         if self._poll_timer is not None:
             self._poll_timer.stop()
-        self._poll_timer = self.set_timer(delay, self._poll)
+            self._poll_timer = None
+        if delay <= 0:  # (a zero-interval timer divides by zero when it runs late)
+            self.call_later(self._poll)
+        else:
+            self._poll_timer = self.set_timer(delay, self._poll)
+
+    def next_frame_in(self) -> float:
+        """Seconds until the next frame (a replay plays faster)."""
+        return self.interval_s
+
+    def poll_now(self) -> None:
+        """A frame as soon as possible (after a key changed what to show)."""
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
+        self._poll()
 
     def on_state_updated(self, message: StateUpdated) -> None:
         self.last_state = message.state
@@ -232,9 +253,7 @@ class DashboardApp(App[int]):
         panel = self.dashboard.query_one(LogPanel)
         panel.set_choice(choice, None, len(self.follower.ranks))
         panel.clear()
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
-        self._poll()
+        self.poll_now()
 
     def action_stop_training(self) -> None:
         state = self.last_state

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from neurotui.ui.model import DashboardState
@@ -22,8 +23,16 @@ class DashboardScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
 
+    def __init__(self, *, bar: Widget | None = None, replay: bool = False,
+                 id: str | None = None) -> None:
+        """`bar`: a line above the footer (the replay's controls); `replay`: the header says
+        that quitting ends a replay, not that training goes on."""
+        super().__init__(id=id)
+        self.bar = bar
+        self.replay = replay
+
     def compose(self) -> ComposeResult:
-        yield SessionHeader()
+        yield SessionHeader(replay=self.replay)
         with Horizontal(id="top"):
             yield ThroughputPanel(id="throughput")
             yield AcceleratorPanel(id="accelerator")
@@ -31,7 +40,12 @@ class DashboardScreen(Screen[None]):
             yield HostPanel(id="host")
             yield ProcessesPanel(id="processes")
         yield AlertsPanel(id="alerts")
-        yield LogPanel()
+        log = LogPanel()
+        if self.replay:  # log lines carry no time of their own: they cannot follow a replay
+            log.border_subtitle = "as recorded, whole run"
+        yield log
+        if self.bar is not None:
+            yield self.bar
         yield Footer()
 
     def show_state(self, state: DashboardState) -> None:

@@ -37,6 +37,21 @@ Panels
 Missing numbers are shown as n/a with the reason, never as zero.
 """
 
+REPLAY_HELP = """neurotui replay: the dashboard as it stood at each moment of a recorded session.
+
+Replay keys
+  space       play / pause (playing from the end starts over)
+  + -         faster / slower: 1x 2x 5x 10x 20x 50x 100x, then as fast as possible
+  , .         back / forward 1% of the run;  < >  10%
+  home end    the start / the end
+  g           go to a time from the start (12:30, 1h5m, 90s) or a step (step 500)
+  q           quit the replay
+
+The log panel shows the recorded log files as they are at the end of the run: log lines
+carry no time of their own, so they cannot follow the cursor.
+
+"""
+
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss_help", "Close")]
@@ -48,10 +63,14 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
+    def __init__(self, text: str = HELP) -> None:
+        super().__init__()
+        self.text = text
+
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
             box.border_title = "Help (escape closes)"
-            yield Static(HELP, markup=False)
+            yield Static(self.text, markup=False)
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

@@ -21,9 +21,10 @@ class SessionHeader(Widget):
     }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, replay: bool = False) -> None:
         super().__init__()
         self.state: HeaderState | None = None
+        self.replay = replay
 
     def show(self, state: HeaderState) -> None:
         if state != self.state:
@@ -74,6 +75,10 @@ class SessionHeader(Widget):
                                       s.status_detail != s.status else "")
             parts += ["  ", (detail, ERROR if s.status in ("lost", "failed") else MUTED)]
         left = Content.assemble(*parts)
+        if self.replay:  # a recording: nothing to leave running
+            right = Content.styled("replay: q quits ", MUTED)
+            gap = max(1, width - left.cell_length - right.cell_length)
+            return Content.assemble(left, " " * gap, right)
         hint = "q closes this view, training continues" if s.running else "q quits"
         right = Content.styled(hint + " ", MUTED)
         if left.cell_length + right.cell_length + 1 > width:

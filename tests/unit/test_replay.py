@@ -1,0 +1,189 @@
+"""Replay: a recorded session seen as it stood at a time, the replay clock, and "go to"."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from neurotui.session import layout
+from neurotui.session.reader import SessionReader
+from neurotui.session.replay import Timeline, parse_position
+from neurotui.session.status import SessionStatus
+from neurotui.ui.clock import SPEEDS, FixedClock, ReplayClock
+from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel
+from tests.ui.sessions import T0, reference_session
+
+REPLAYING = SessionStatus("running", True, "replay")
+
+
+def cut_copy(session: Path, dest: Path, until: float) -> Path:
+    """The session as a live reader would have found it at `until`: every record after it
+    dropped (what was on disk then)."""
+    shutil.copytree(session, dest)
+    for path in [dest / layout.EVENTS, *layout.probe_files(dest).values()]:
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(x for x in lines if json.loads(x)["t"] <= until))
+    return dest
+
+
+def same(a: object, b: object) -> bool:
+    """Equal, NaN included (a missing step time is NaN in both)."""
+    return repr(a) == repr(b)
+
+
+def live_state(session: Path, at: float):
+    model = DashboardModel(SessionReader(session, telemetry_history=TELEMETRY_HISTORY),
+                           FixedClock(at), status=lambda: REPLAYING, throttle=False)
+    return model.refresh()
+
+
+def replay_state(timeline: Timeline, at: float):
+    view = timeline.view()
+    view.seek(at)
+    model = DashboardModel(view, FixedClock(at), status=lambda: REPLAYING,  # type: ignore[arg-type]
+                           throttle=False)
+    return model.refresh()
+
+
+@pytest.mark.parametrize("offset", [2.5, 12.0, 30.0, 55.0])
+def test_replay_shows_what_the_live_view_showed_then(tmp_path: Path, offset: float) -> None:
+    """The whole point of replay: at time t it is the live dashboard over the files as they
+    were at t (every panel, alerts included)."""
+    session = reference_session(tmp_path / "rec")
+    at = T0 + offset
+    live = live_state(cut_copy(session, tmp_path / "cut", at), at)
+    replayed = replay_state(Timeline(session), at)
+    assert same(replayed, live)
+    assert replayed.header.step is None or replayed.header.step > 0
+
+
+def test_replay_frames_moving_forward_match_the_live_view(tmp_path: Path) -> None:
+    """Frame after frame (the model takes only what each frame adds), the figures agree with a
+    fresh live view at that time; only the sparklines, which remember earlier frames, differ."""
+    session = reference_session(tmp_path / "rec")
+    timeline = Timeline(session)
+    view = timeline.view()
+    clock = FixedClock(T0)
+    model = DashboardModel(view, clock, status=lambda: REPLAYING,  # type: ignore[arg-type]
+                           throttle=False)
+    for offset in (5.0, 20.0, 21.0, 40.0, 62.0):
+        clock.t = T0 + offset
+        view.seek(clock.t)
+        replayed = model.refresh()
+        live = live_state(cut_copy(session, tmp_path / f"cut{offset}", clock.t), clock.t)
+        assert same(replayed.header, live.header)
+        assert same(replace(replayed.throughput, steady_age_s=0.0),
+                    replace(live.throughput, steady_age_s=0.0))
+        assert same(replayed.host.cpu, live.host.cpu)
+        assert same(replayed.accelerator.cores, live.accelerator.cores)
+        assert same(replayed.alerts, live.alerts)
+
+
+def test_timeline_bounds_steps_and_events(tmp_path: Path) -> None:
+    session = reference_session(tmp_path / "rec", end=True)
+    timeline = Timeline(session)
+    ended_at = timeline.meta["ended_at"]
+    assert timeline.start == T0
+    assert timeline.end == ended_at
+    assert timeline.time_of_step(11) == pytest.approx(T0 + 4 + 10 * 0.6 + 0.4)
+    assert timeline.time_of_step(10_000) is None
+    view = timeline.view()
+    view.seek(T0 + 2.5)
+    assert view.poll() > 0
+    assert len(view.events["compile"]) == 2  # compiles at +1, +2 (the third is at +3)
+    assert [e["t"] for e in view.events["host"]] == [T0, T0 + 1, T0 + 2]
+    assert len(view.steps()) == 0
+    assert view.poll() == 0  # nothing moved
+    view.seek(ended_at)
+    assert view.poll() > 0
+    assert len(view.steps()) == 240
+    assert len(view.events["host"]) == TELEMETRY_HISTORY  # a window, not the whole run
+    assert view.events["host"][-1]["t"] == max(e["t"] for e in SessionReader(session).load()
+                                               .events["host"])
+    # Back in time: the telemetry window is read again, not left at the end.
+    view.seek(T0 + 10.2)
+    view.poll()
+    assert view.events["host"][-1]["t"] == T0 + 10
+    assert timeline.status_at(T0 + 10).running
+    assert timeline.status_at(ended_at).state == "failed"
+
+
+def test_a_session_that_stops_without_an_end_record_is_lost_at_its_end(tmp_path: Path) -> None:
+    timeline = Timeline(reference_session(tmp_path / "rec"))
+    assert timeline.status_at(timeline.end - 1).running
+    assert timeline.status_at(timeline.end).state == "lost"
+
+
+def test_replay_needs_no_telemetry_in_memory(tmp_path: Path) -> None:
+    """Telemetry is read from disk at the cursor, never held whole."""
+    timeline = Timeline(reference_session(tmp_path / "rec"))
+    assert "host" not in timeline.events and "procs" not in timeline.events
+    assert len(timeline.samples["host"]) == 72  # one a second over the 71.6 s run
+
+
+def test_parse_position() -> None:
+    def step_time(step: int) -> float | None:
+        return T0 + step * 0.5 if step <= 100 else None
+
+    assert parse_position("step 40", step_time, T0) == T0 + 20
+    assert parse_position("s40", step_time, T0) == T0 + 20
+    assert parse_position("1:02:03", step_time, T0) == T0 + 3723
+    assert parse_position("12:30", step_time, T0) == T0 + 750
+    assert parse_position("1h5m", step_time, T0) == T0 + 3900
+    assert parse_position("90s", step_time, T0) == T0 + 90
+    assert parse_position(" 90 ", step_time, T0) == T0 + 90
+    with pytest.raises(ValueError, match="never reached"):
+        parse_position("step 500", step_time, T0)
+    for bad in ("", "soon", "1:x", "-5", "1:2:3:4"):
+        with pytest.raises(ValueError):
+            parse_position(bad, step_time, T0)
+
+
+class ManualMonotonic:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_replay_clock_plays_pauses_and_stops_at_the_end() -> None:
+    wall = ManualMonotonic()
+    clock = ReplayClock(1000.0, 1100.0, speed=10, monotonic=wall)
+    assert clock.tick() == 1000.0  # paused: time stands still
+    wall.t += 5
+    assert clock.tick() == 1000.0
+    clock.play()
+    wall.t += 2
+    assert clock.tick() == 1020.0
+    clock.set_speed(2)
+    wall.t += 5
+    assert clock.tick() == 1030.0
+    clock.play()  # pause
+    wall.t += 50
+    assert clock.tick() == 1030.0
+    clock.play()
+    wall.t += 1000
+    assert clock.tick() == 1100.0 and not clock.playing  # the end stops it
+    clock.play()  # playing from the end starts over
+    assert clock.now() == 1000.0 and clock.playing
+
+
+def test_replay_clock_fastest_moves_by_frames_and_seek_clamps() -> None:
+    wall = ManualMonotonic()
+    clock = ReplayClock(0.0, 4000.0, speed=math.inf, monotonic=wall)
+    clock.play()
+    assert clock.tick() == clock.frame_s == 10.0  # 4000 s in 400 frames
+    assert clock.tick() == 20.0
+    assert clock.seek(-50) == 0.0
+    assert clock.seek(1e9) == 4000.0
+    clock.set_speed(1)
+    assert clock.faster(1) == 2 and clock.faster(-1) == 1 and clock.faster(-1) == 1
+    clock.set_speed(100)
+    assert clock.faster(1) == math.inf == SPEEDS[-1]
+    assert clock.faster(1) == math.inf
