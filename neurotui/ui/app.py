@@ -34,6 +34,7 @@ from neurotui.ui.logtail import LAUNCHER, STREAMS, LogChoice, LogFollower
 from neurotui.ui.memory import Trimmer
 from neurotui.ui.messages import LogLines, StateUpdated, StopAnswered
 from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
+from neurotui.ui.screens.compare import CompareScreen
 from neurotui.ui.screens.confirm_stop import ConfirmStop
 from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HelpScreen
@@ -60,6 +61,7 @@ class DashboardApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", tooltip="close the dashboard; training keeps running"),
         Binding("S", "stop_training", "Stop training"),
+        Binding("c", "compare", "Compare"),
         Binding("left_square_bracket", "rank(-1)", "Rank", key_display="["),
         Binding("right_square_bracket", "rank(1)", "Rank", key_display="]"),
         Binding("e", "toggle_stream", "stdout/stderr", show=False),
@@ -209,6 +211,11 @@ class DashboardApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_compare(self) -> None:
+        """Compare this session with others of its sessions folder, side by side."""
+        if not isinstance(self.screen, CompareScreen):
+            self.push_screen(CompareScreen(self.session_dir.parent, chosen=[self.session_dir]))
+
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT.name if self.current_theme.dark else DARK.name
 
@@ -299,6 +306,8 @@ class DashboardApp(App[int]):
         yield SystemCommand("Stop training", "Stop the job (asks first)",
                             self.action_stop_training)
         yield SystemCommand("Help", "Keys and what the panels show", self.action_help)
+        yield SystemCommand("Compare sessions", "This run beside others, like the study's "
+                            "table", self.action_compare)
         yield SystemCommand("Light / dark", "Switch between the light and dark theme",
                             self.action_toggle_theme)
         yield SystemCommand("ASCII mode", "Draw charts with plain ASCII characters",

@@ -97,3 +97,36 @@ def columns(values: Sequence[float], width: int, height: int, ascii_mode: bool =
                 cells.append(BLOCKS[n])
         rows.append("".join(cells))
     return rows
+
+
+OVERLAP = -1
+"""overlay(): a cell where more than one curve passes."""
+
+
+def overlay(curves: Sequence[tuple[Sequence[float], Sequence[float]]], width: int, height: int,
+            x_max: float | None = None, top: float | None = None) -> list[list[int | None]]:
+    """Several (x, y) curves on one grid `height` rows tall (top row first), to draw with one
+    mark per curve: each cell holds the index of the curve passing there, OVERLAP where
+    several do, None where none does. Each column shows a curve's mean over the x range it
+    covers (NaN-aware); the axes run 0..x_max and 0..top (default: the data's maxima)."""
+    grid: list[list[int | None]] = [[None] * max(0, width) for _ in range(max(0, height))]
+    if width <= 0 or height <= 0:
+        return grid
+    points = [(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)) for xs, ys in curves]
+    finite = [(x[ok], y[ok]) for x, y in points for ok in [np.isfinite(x) & np.isfinite(y)]]
+    if x_max is None:
+        x_max = max((float(x.max()) for x, _ in finite if len(x)), default=0.0)
+    if top is None:
+        top = max((float(y.max()) for _, y in finite if len(y)), default=0.0)
+    for index, (x, y) in enumerate(finite):
+        if not len(x):
+            continue
+        # Column of each point: the x axis split into `width` equal spans, x_max in the last.
+        cols = (np.zeros(len(x), dtype=int) if x_max <= 0 else
+                np.clip((x / x_max * width).astype(int), 0, width - 1))
+        for col in np.unique(cols):
+            mean = float(y[cols == col].mean())
+            r = 0 if top <= 0 else round(min(1.0, max(0.0, mean / top)) * (height - 1))
+            cell = grid[height - 1 - r]
+            cell[col] = index if cell[col] in (None, index) else OVERLAP
+    return grid

@@ -275,3 +275,22 @@ def test_themes_stay_readable_at_256_colours() -> None:
             assert contrast(theme.foreground, ground) >= 7, (theme.name, ground)
             for name in ("primary", "accent", "warning", "error", "success"):
                 assert contrast(getattr(theme, name), ground) >= 3, (theme.name, name, ground)
+
+
+async def test_compare_key_opens_the_compare_screen_on_this_run(tmp_path: Path) -> None:
+    from neurotui.ui.screens.compare import CompareScreen
+
+    ref = reference_session(tmp_path)
+    other = cpu_only_session(tmp_path)
+    app = make_app(ref)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.picked() == [ref]  # this run, with the others of its folder to pick
+        assert other.name in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.dashboard

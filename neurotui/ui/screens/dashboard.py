@@ -40,10 +40,8 @@ class DashboardScreen(Screen[None]):
             yield HostPanel(id="host")
             yield ProcessesPanel(id="processes")
         yield AlertsPanel(id="alerts")
-        log = LogPanel()
-        if self.replay:  # log lines carry no time of their own: they cannot follow a replay
-            log.border_subtitle = "as recorded, whole run"
-        yield log
+        # Log lines carry no time of their own: a replay's log panel cannot follow the cursor.
+        yield LogPanel("Log (whole run)" if self.replay else "Log")
         if self.bar is not None:
             yield self.bar
         yield Footer()

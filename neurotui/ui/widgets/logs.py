@@ -19,17 +19,19 @@ class LogPanel(RichLog):
     }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "Log") -> None:
+        """`label` starts the title ("Log"; a replay says its log is the whole run's)."""
         super().__init__(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
                          auto_scroll=True, id="logs")
         self.choice: LogChoice | None = None
-        self.border_title = "Log"
+        self.label = label
+        self.border_title = label
 
     def set_choice(self, choice: LogChoice, path: str | None, ranks: int) -> None:
         self.choice = choice
         where = path or "no such log file (yet)"
         keys = "  ([ ] rank, e stream)" if ranks else ""
-        self.border_title = f"Log: {choice.label()}: {where}{keys}"
+        self.border_title = f"{self.label}: {choice.label()}: {where}{keys}"
 
     def add_lines(self, lines: list[str], reset: bool = False) -> None:
         if reset:
