@@ -87,3 +87,12 @@ class TestScreens:
 @pytest.fixture(autouse=True)
 def _stable_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+
+
+class TestReplay:
+    def test_replay_paused_mid_run_80x24(self, snap_compare: Compare, tmp_path: Path) -> None:
+        from neurotui.ui.replay import ReplayApp
+
+        app = ReplayApp(reference_session(tmp_path, end=True), at="0:30", paused=True,
+                        interval_s=3600.0, ascii_mode=False)
+        assert snap_compare(app, terminal_size=(80, 24), run_before=_settled_blurred)
