@@ -187,3 +187,41 @@ def test_replay_clock_fastest_moves_by_frames_and_seek_clamps() -> None:
     clock.set_speed(100)
     assert clock.faster(1) == math.inf == SPEEDS[-1]
     assert clock.faster(1) == math.inf
+
+
+def test_a_minimal_older_session_replays(tmp_path: Path) -> None:
+    """A session from an earlier writer: meta with only the format and start, steps parsed
+    from logs into events.jsonl, no telemetry at all, a truncated last line."""
+    session = tmp_path / "20250101-000000-old"
+    session.mkdir()
+    (session / layout.META).write_text(json.dumps({"format": 1, "started_at": T0}))
+    with open(session / layout.EVENTS, "w") as f:
+        for n in range(1, 31):
+            f.write(json.dumps({"t": T0 + n, "kind": "step", "rank": 0, "step": n,
+                                "samples": 8, "src": "log"}) + "\n")
+        f.write('{"t": 1767268831.0, "kind": "st')  # the writer died mid-line
+    timeline = Timeline(session)
+    assert (timeline.start, timeline.end) == (T0, T0 + 30)
+    state = replay_state(timeline, T0 + 20)
+    assert state.header.step == 20
+    assert state.throughput.total_samples == 8 * 20
+    assert state.host.note == "no host telemetry recorded yet"
+    assert state.header.price_per_hour is None and state.header.cost_usd is None
+    # Still "running" by its meta (no exit), but nothing answers: lost at its last record.
+    assert timeline.status_at(T0 + 30).state == "lost"
+
+
+def test_replay_from_the_columnar_cache_shows_the_same(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big session opens from its cache; telemetry is then found through the cached byte
+    index, which must point at the same records."""
+    from neurotui.session import cache
+
+    session = reference_session(tmp_path / "rec", end=True)
+    fresh = [replay_state(Timeline(session), T0 + t) for t in (3.0, 33.3, 71.0)]
+    monkeypatch.setattr(cache, "MIN_SOURCE_BYTES", 0)
+    assert Timeline(session).reader.cache_state == "written"
+    cached = Timeline(session)
+    assert cached.reader.cache_state == "restored"
+    assert [repr(replay_state(cached, T0 + t)) for t in (3.0, 33.3, 71.0)] == [
+        repr(s) for s in fresh]
