@@ -113,8 +113,8 @@ def main() -> None:
             took = statistics.median(asyncio.run(app_first_frame(session, at_end))
                                      for _ in range(max(1, args.repeats // 2)))
             ok &= took < TARGET_S
-            print(f"{'ReplayApp, headless, to the first frame ' + ('(--at end)' if at_end else ''):50}"
-                  f"{took:8.2f} s")
+            label = "ReplayApp, headless, to the first frame" + (" (--at end)" if at_end else "")
+            print(f"{label:50}{took:8.2f} s")
         fresh = statistics.median(new_process_first_frame(session) for _ in range(3))
         print(f"{'new process: imports + open + first frame':50}{fresh:8.2f} s")
         print("\nPASS" if ok else "\nFAIL: a target was missed")

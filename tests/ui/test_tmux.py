@@ -128,3 +128,22 @@ def test_real_run_steps_rise_phase_changes_and_detach_leaves_training(tmp_path: 
 
 def _probe_steps(session: Path) -> int:
     return sum(len(p.read_text().splitlines()) for p in (session / "probe").glob("*.jsonl"))
+
+
+def test_replay_plays_to_the_end_in_a_real_terminal(tmp_path: Path, tmux: Tmux) -> None:
+    """`neurotui replay` as a user runs it: a shipped sample, ASCII mode, played as fast as
+    possible to its end, then back to a step with "go to"."""
+    sessions = shlex.quote(str(REPO / "sessions"))
+    tmux.start(f"cd {shlex.quote(str(tmp_path))} && {shlex.quote(sys.executable)} -m neurotui "
+               f"--sessions-dir {sessions} replay sample-cpu --speed max --ascii; "
+               "echo exit=$?", cols=100, rows=30)
+    screen = tmux.wait(lambda s: "FINISHED" in s and "step 600/600" in s, 90, "the end")
+    assert "|| max  00:00:25 / 00:00:25  step 600  ###" in screen  # paused at the end, ASCII
+    tmux.keys("g")
+    tmux.wait(lambda s: "Go to a time" in s, 30, "the go-to prompt")
+    tmux.keys("step 300", "Enter")
+    screen = tmux.wait(lambda s: "step 300/600" in s, 30, "step 300")
+    assert "FINISHED" not in screen
+    tmux.keys("q")
+    screen = tmux.wait(lambda s: "exit=" in s, 30, "[exited]")
+    assert "exit=0" in screen
