@@ -8,6 +8,10 @@ Fast load: parsing millions of JSON lines takes minutes, so the first poll of a 
 restores what an earlier reader took from the files (neurotui.session.cache) and then reads
 only the bytes appended since; a reader that had to parse a finished session (or a long run)
 itself leaves such a cache behind.
+
+Memory: steps wait in typed arrays until asked for, files are read in bounded pieces, and a
+follower that takes the steps in as they come (`take_steps`, the dashboard) leaves the reader
+holding none: a long run's step table would otherwise be most of a follower's memory.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ _MAX_BAD_LOCATIONS = 5
 # Codes of the non-step kinds in the event index (what the cache keeps of them).
 _INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
 _KIND_CODE = {kind: code for code, kind in enumerate(_INDEXED_KINDS)}
+READ_CHUNK_BYTES = 4 << 20
+"""Most bytes read from a file at once: a first read of a long run's file would otherwise hold
+the whole file twice (bytes and lines), hundreds of MB, at its peak."""
 
 
 class SessionFormatError(ValueError):
@@ -112,26 +119,76 @@ class ReadProblems:
 class _StepColumns:
     """Steps not yet in the DataFrame, as typed arrays: 8 bytes a value, not a Python object."""
 
+    # Column -> (array type code, dtype of the DataFrame column).
+    _TYPES = {"t": ("d", "float64"), "rank": ("q", "int64"), "step": ("q", "int64"),
+              "samples": ("d", "float64"), "loss": ("d", "float64"), "dt": ("d", "float64"),
+              "src": ("b", "int8"), "attempt": ("q", "int64")}
+
     def __init__(self) -> None:
         self.t, self.samples, self.loss, self.dt = (array("d") for _ in range(4))
         self.rank, self.step, self.attempt = (array("q") for _ in range(3))
         self.src = array("b")
-        self.phases: list[tuple[float, int, dict[str, float]]] = []
 
     def __len__(self) -> int:
         return len(self.t)
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({
-            "t": np.frombuffer(self.t, dtype="float64"),
-            "rank": np.frombuffer(self.rank, dtype="int64"),
-            "step": np.frombuffer(self.step, dtype="int64"),
-            "samples": np.frombuffer(self.samples, dtype="float64"),
-            "loss": np.frombuffer(self.loss, dtype="float64"),
-            "dt": np.frombuffer(self.dt, dtype="float64"),
-            "src": pd.Categorical.from_codes(np.frombuffer(self.src, dtype="int8"), _SOURCES),
-            "attempt": np.frombuffer(self.attempt, dtype="int64"),
-        }).copy()  # own the memory: the arrays are reused for the next batch
+        """The rows as a DataFrame in time order (stable), taking over the arrays' memory;
+        leaves this empty. Rows already in order are not copied, others one column at a time:
+        a first read of a long run holds millions of rows."""
+        t = np.frombuffer(self.t, dtype="float64")
+        order = None
+        if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
+            order = np.argsort(t, kind="stable")
+        del t
+        columns: dict[str, Any] = {}
+        for name, (code, dtype) in self._TYPES.items():
+            values = np.frombuffer(getattr(self, name), dtype=dtype)
+            # The DataFrame keeps these arrays (or their sorted copy): start afresh.
+            setattr(self, name, array(code))
+            columns[name] = values if order is None else values[order]
+            del values  # the unsorted column goes before the next is copied
+        columns["src"] = pd.Categorical.from_codes(columns["src"], _SOURCES)
+        return pd.DataFrame(columns, copy=False)
+
+
+class _PhaseColumns:
+    """Per-step phase timings not yet in the DataFrame: a typed array per phase name (NaN where
+    a step did not report it), not a dict per step (half a KB each: 0.5 GB a million steps)."""
+
+    def __init__(self) -> None:
+        self.t, self.rank, self.values = self._empty()
+
+    @staticmethod
+    def _empty() -> tuple[array[float], array[int], dict[str, array[float]]]:
+        return array("d"), array("q"), {}
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def append(self, t: float, rank: int, phases: dict[str, Any]) -> None:
+        n = len(self.t)
+        for name, value in phases.items():
+            if name in ("t", "rank"):
+                continue  # the step's own columns
+            column = self.values.get(name)
+            if column is None:
+                column = self.values[name] = array("d", [math.nan]) * n
+            column.append(_seconds(value))
+        self.t.append(t)
+        self.rank.append(rank)
+        for column in self.values.values():
+            if len(column) == n:
+                column.append(math.nan)
+
+    def frame(self) -> pd.DataFrame:
+        """Columns t, rank and the phases in the order first seen; leaves this empty."""
+        columns = {"t": np.frombuffer(self.t, dtype="float64"),
+                   "rank": np.frombuffer(self.rank, dtype="int64"),
+                   **{name: np.frombuffer(column, dtype="float64")
+                      for name, column in self.values.items()}}
+        self.t, self.rank, self.values = self._empty()  # the DataFrame keeps the old arrays
+        return pd.DataFrame(columns, copy=False)
 
 
 class _EventIndex:
@@ -158,6 +215,15 @@ class _EventIndex:
         return index
 
 
+@dataclass(frozen=True)
+class TakenSteps:
+    """What `SessionReader.take_steps` hands over: rows as in `steps()` and `phases()`."""
+
+    steps: pd.DataFrame
+    """The new step rows, in time order (the rows of earlier calls may be later than some)."""
+    phases: pd.DataFrame
+
+
 class SessionReader:
     """Incremental reader: call `poll()` to take in what was appended since the last call.
 
@@ -181,10 +247,15 @@ class SessionReader:
         self._new = _StepColumns()
         self._steps_df = _StepColumns().frame()
         self._phases_df: pd.DataFrame | None = None
-        self._phase_rows: list[dict[str, Any]] = []
+        self._new_phases = _PhaseColumns()
         self._probed_ranks: set[int] = set()
         self._logged_ranks: set[int] = set()
         self._purge_log_ranks: set[int] = set()
+        self._streaming = False
+        """True once take_steps() was called: steps are handed out, not kept."""
+        self._handed_log_ranks: set[int] = set()
+        self._voided = False
+        """Log rows already handed out were dropped since: take_steps() says start over."""
         self._index = _EventIndex()
         self.events: dict[str, list[dict[str, Any]] | deque[dict[str, Any]]] = {}
 
@@ -233,22 +304,25 @@ class SessionReader:
 
     def _read_tail(self, tail: _Tail) -> int:
         """Take the complete lines appended to one stream; a partial last line waits."""
-        start = tail.taken
-        try:
-            lines, tail.offset, tail.pending = read_new_lines(tail.path, tail.offset,
-                                                              tail.pending)
-        except FileNotFoundError:
-            return 0
-        except OSError as exc:
-            self._bad(tail, f"{exc}")
-            return 0
         added = 0
-        for raw in lines:
-            tail.line_no += 1
-            if raw.strip():
-                added += self._take(raw, tail, start)
-            start += len(raw) + 1
-        return added
+        while True:  # in pieces of READ_CHUNK_BYTES: see there
+            start, before = tail.taken, tail.offset
+            try:
+                lines, tail.offset, tail.pending = read_new_lines(
+                    tail.path, tail.offset, tail.pending, READ_CHUNK_BYTES)
+            except FileNotFoundError:
+                return added
+            except OSError as exc:
+                self._bad(tail, f"{exc}")
+                return added
+            for raw in lines:
+                tail.line_no += 1
+                if raw.strip():
+                    added += self._take(raw, tail, start)
+                start += len(raw) + 1
+            del lines  # free this piece before reading the next
+            if tail.offset - before < READ_CHUNK_BYTES:
+                return added
 
     def _bytes_taken(self) -> int:
         return sum(tail.taken for tail in self._tails.values())
@@ -323,6 +397,8 @@ class SessionReader:
 
     def _save(self, new_bytes: int) -> None:
         """Leave a cache for the next reader when this one parsed much itself."""
+        if self._streaming:
+            return  # steps were handed out: this reader no longer has the whole table
         if new_bytes <= 0 or self._bytes_taken() < cache.MIN_SOURCE_BYTES:
             return
         if self.running and new_bytes < cache.RUNNING_MIN_NEW_BYTES:
@@ -406,6 +482,7 @@ class SessionReader:
             self._probed_ranks.add(rank)
             if rank in self._logged_ranks:
                 self._purge_log_ranks.add(rank)
+                self._voided |= rank in self._handed_log_ranks
         new = self._new
         new.t.append(t)
         new.rank.append(rank)
@@ -417,32 +494,65 @@ class SessionReader:
         new.attempt.append(attempt)
         phases = r.get("phases")
         if isinstance(phases, dict) and phases:
-            self._phase_rows.append({"t": t, "rank": rank, **phases})
+            self._new_phases.append(t, rank, phases)
         return 1
 
     # -- views ---------------------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
         """One row per rank per step, in time order, probe records winning over log-parsed
         ones of the same rank. Treat it as read-only: it is shared between calls."""
-        df = self._steps_df
-        if len(self._new):
-            chunk = self._new.frame().sort_values("t", kind="stable")
-            self._new = _StepColumns()
-            in_order = not len(df) or chunk["t"].iloc[0] >= df["t"].iloc[-1]
-            df = pd.concat([df, chunk], ignore_index=True)
-            if not in_order:  # late lines (a slow log): rare, so a full sort is fine
-                df = df.sort_values("t", kind="stable", ignore_index=True)
-        if self._purge_log_ranks:  # once per rank: its probe records arrived after log ones
-            df = df[~(df["rank"].isin(self._purge_log_ranks) & (df["src"] == "log"))]
-            self._purge_log_ranks.clear()
-        self._steps_df = df.reset_index(drop=True) if df is not self._steps_df else df
-        return self._steps_df
+        self._refuse_if_streaming("steps")
+        return self._flush_steps()
 
     def phases(self) -> pd.DataFrame:
         """Per-step phase timings (data, forward, ...) where the script reported them."""
-        if self._phase_rows:
-            chunk = pd.DataFrame(self._phase_rows)
-            self._phase_rows = []
+        self._refuse_if_streaming("phases")
+        return self._flush_phases()
+
+    def take_steps(self) -> TakenSteps | None:
+        """The steps (and phase rows) taken in since the last call: all there are at the first.
+
+        For a follower that keeps its own running figures (the dashboard): from the first call
+        on, this reader hands its steps out instead of keeping them, so `steps()` and
+        `phases()` refuse. None when rows already handed out have been dropped since (a rank's
+        log rows, once its probe reported): the follower must start over with a new reader.
+        """
+        self._streaming = True
+        if self._voided:
+            return None
+        steps, phases = self._flush_steps(), self._flush_phases()
+        self._steps_df = _StepColumns().frame()  # not steps.iloc[:0]: a view keeps it all
+        self._phases_df = None
+        logged = steps["rank"].to_numpy()[(steps["src"] == "log").to_numpy()]
+        self._handed_log_ranks.update(int(r) for r in np.unique(logged))
+        return TakenSteps(steps, phases)
+
+    def reopened(self) -> SessionReader:
+        """A new reader of the same session, with the same settings, read to now."""
+        reader = SessionReader(self.dir, self.telemetry_history, use_cache=self.use_cache)
+        reader.poll()
+        return reader
+
+    def _refuse_if_streaming(self, what: str) -> None:
+        if self._streaming:
+            raise RuntimeError(f"{what}(): this reader hands its steps out (take_steps) and "
+                               "keeps none; read the session with a reader of its own")
+
+    def _flush_steps(self) -> pd.DataFrame:
+        """The step table, with the rows waiting in typed arrays merged in."""
+        df = self._steps_df
+        if len(self._new):
+            df = _merge_in_time_order(df, self._new.frame())
+        if self._purge_log_ranks:  # once per rank: its probe records arrived after log ones
+            df = df[~(df["rank"].isin(self._purge_log_ranks) & (df["src"] == "log"))]
+            self._purge_log_ranks.clear()
+        if df is not self._steps_df:
+            self._steps_df = df.reset_index(drop=True)
+        return self._steps_df
+
+    def _flush_phases(self) -> pd.DataFrame:
+        if len(self._new_phases):
+            chunk = self._new_phases.frame()
             self._phases_df = (chunk if self._phases_df is None
                                else pd.concat([self._phases_df, chunk], ignore_index=True))
         return self._phases_df if self._phases_df is not None else pd.DataFrame()
@@ -468,6 +578,29 @@ class SessionReader:
             paths[tail.sid] = tail.path
         return (paths, mine["stream"].to_numpy(), mine["offset"].to_numpy(),
                 mine["length"].to_numpy())
+
+
+def _merge_in_time_order(df: pd.DataFrame, chunk: pd.DataFrame) -> pd.DataFrame:
+    """Both in time order; as a stable sort of the two one after the other, but only the rows
+    of `df` later than the chunk's first are sorted again (late lines: a slow log)."""
+    if not len(df):
+        return chunk
+    if not len(chunk):
+        return df
+    start = int(np.searchsorted(df["t"].to_numpy(), chunk["t"].iloc[0], side="right"))
+    if start == len(df):
+        return pd.concat([df, chunk], ignore_index=True)
+    tail = pd.concat([df.iloc[start:], chunk], ignore_index=True)
+    tail = tail.take(np.argsort(tail["t"].to_numpy(), kind="stable"))
+    return pd.concat([df.iloc[:start], tail], ignore_index=True)
+
+
+def _seconds(value: Any) -> float:
+    """A phase timing as a float; NaN (missing) for anything not a number."""
+    if isinstance(value, (int, float)):
+        with contextlib.suppress(OverflowError):
+            return float(value)
+    return math.nan
 
 
 def _num(value: Any) -> float:

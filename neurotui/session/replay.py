@@ -25,7 +25,12 @@ import numpy as np
 import pandas as pd
 
 from neurotui.metrics import finite_or_none
-from neurotui.session.reader import TELEMETRY_KINDS, ReadProblems, SessionReader
+from neurotui.session.reader import (
+    TELEMETRY_KINDS,
+    ReadProblems,
+    SessionReader,
+    TakenSteps,
+)
 from neurotui.session.status import SessionStatus, session_status
 
 TELEMETRY_WINDOW = 40
@@ -129,10 +134,13 @@ class Timeline:
     def steps_until(self, until: float) -> int:
         return int(np.searchsorted(self._step_t, until, side="right"))
 
-    def phases_until(self, until: float) -> pd.DataFrame:
+    def phase_rows_until(self, until: float) -> int:
         if self._phase_t is None:
-            return self.phases
-        return self.phases.iloc[:int(np.searchsorted(self._phase_t, until, side="right"))]
+            return len(self.phases)
+        return int(np.searchsorted(self._phase_t, until, side="right"))
+
+    def phases_until(self, until: float) -> pd.DataFrame:
+        return self.phases.iloc[:self.phase_rows_until(until)]
 
     def events_until(self, kind: str, until: float) -> list[dict[str, Any]]:
         times = self._event_t.get(kind)
@@ -169,6 +177,7 @@ class TimelineView:
         self.window = window
         self.until = timeline.start
         self._shown = -1  # records visible at the last poll
+        self._handed = self._phases_handed = 0  # rows handed out by take_steps
         self.events: dict[str, Sequence[dict[str, Any]]] = {}
         self._telemetry: dict[str, deque[dict[str, Any]]] = {}
         self._telemetry_rows: dict[str, int] = {}
@@ -205,6 +214,26 @@ class TimelineView:
             recent.append(samples.record(i))
         self._telemetry_rows[kind] = rows
         return recent
+
+    def take_steps(self) -> TakenSteps | None:
+        """As SessionReader.take_steps: the steps (and phase rows) up to the cursor not handed
+        out yet; None after the cursor went back past rows already handed out (the follower
+        starts over: `reopened()`)."""
+        tl = self.timeline
+        rows = tl.steps_until(self.until)
+        if rows < self._handed:
+            self._handed = self._phases_handed = 0
+            return None
+        phase_rows = tl.phase_rows_until(self.until)
+        taken = TakenSteps(tl.steps.iloc[self._handed:rows],
+                           tl.phases.iloc[self._phases_handed:phase_rows])
+        self._handed, self._phases_handed = rows, phase_rows
+        return taken
+
+    def reopened(self) -> TimelineView:
+        """Itself, handing out from the start again (take_steps said to start over)."""
+        self._handed = self._phases_handed = 0
+        return self
 
     def steps(self) -> pd.DataFrame:
         return self.timeline.steps.iloc[:self.timeline.steps_until(self.until)]

@@ -11,6 +11,7 @@ def read_new_lines(path: Path, offset: int, pending: bytes,
 
     Returns (lines, new offset, new pending). A last line with no newline yet is handed back as
     `pending`, to be completed by the next read: a writer may be in the middle of it.
+    `max_bytes` bounds one read (-1: to the end); a line cut by it waits in `pending` too.
     Raises OSError (FileNotFoundError when the file is not there yet).
     """
     with open(path, "rb") as f:

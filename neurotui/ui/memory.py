@@ -1,8 +1,9 @@
 """Giving freed memory back to the OS while following a long run.
 
-Each time the reader's step table grows it is rebuilt, and the old copy is freed; glibc keeps
-such freed heap memory mapped, so a follower's RSS would creep up to several copies of the
-table. `malloc_trim` returns it. Not glibc (macOS, musl): a no-op.
+A follower frees big blocks (the steps of a long run taken in at once when attaching, a replay
+view's step table rebuilt, the pieces a first read parses) and many small ones; glibc keeps
+such freed heap memory mapped, so RSS would creep up to its highest point and stay there.
+`malloc_trim` returns it. Not glibc (macOS, musl): a no-op.
 """
 
 from __future__ import annotations

@@ -6,13 +6,17 @@ a worker thread, so the UI never waits on file I/O or pandas.
 
 Cost is kept flat however long the run: steps are taken in incrementally into bounded numpy
 state (stepstate.py: the last steps of each rank, running totals, a bucketed whole-run history,
-the steady-state tracker), and what still grows with the run (the reader's step table, the
-steady-state quantiles) is refreshed under a CPU budget (budget.py).
+the steady-state tracker), and what still grows with the run (the steady-state quantiles) is
+refreshed under a CPU budget (budget.py). The reader hands its steps over as they come
+(take_steps) and keeps none: a long run's whole step table would be most of the dashboard's
+memory. A replay's TimelineView hands over its steps up to the cursor the same way, so live
+and replay share every line of this model.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -24,6 +28,7 @@ import pandas as pd
 from neurotui import metrics
 from neurotui.metrics import finite_or_none as _num
 from neurotui.session.reader import SessionReader
+from neurotui.session.replay import TimelineView
 from neurotui.session.status import SessionStatus, session_status
 from neurotui.ui import alerts as rules
 from neurotui.ui.budget import Budget
@@ -37,8 +42,8 @@ last sample; the sparklines keep their own longer history of per-sample means.""
 SPARK_HISTORY = 600
 STATUS_EVERY_S = 5.0
 ALERTS_EVERY_S = 5.0
-PHASES_MAX_ROWS = 200_000
-"""Above this many steps the reader's per-step phase rows are too costly to gather each time."""
+BIG_BATCH_ROWS = 50_000
+"""A batch of steps this big (attaching to a long run) is worth handing its memory back."""
 
 
 @dataclass(frozen=True)
@@ -181,21 +186,23 @@ def _mean_cpu(event: Mapping[str, Any]) -> float:
 class DashboardModel:
     """Live (or replayed) view of one session; call `refresh()` from one thread only."""
 
-    def __init__(self, reader: SessionReader, clock: Clock, *,
+    def __init__(self, reader: SessionReader | TimelineView, clock: Clock, *,
                  status: Callable[[], SessionStatus] | None = None,
-                 recent: int = RECENT, throttle: bool = True) -> None:
+                 recent: int = RECENT, throttle: bool = True,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         """`throttle=False` computes everything on every refresh (tests, exports): figures
-        are then a pure function of the files and the clock."""
+        are then a pure function of the files and the clock. `monotonic` times the budgets
+        (tests pass their own)."""
         self.reader = reader
         self.clock = clock
         self._status_fn = status or (lambda: session_status(reader.dir))
         self._status: SessionStatus | None = None
         self._status_at = -math.inf
         self.recent = recent
-        self._steps_budget = Budget(0.01, enabled=throttle)
-        self._steady_budget = Budget(0.005, enabled=throttle)
+        self._steps_budget = Budget(0.01, monotonic=monotonic, enabled=throttle)
+        self._steady_budget = Budget(0.005, monotonic=monotonic, enabled=throttle)
         # Alerts judge trends over tens of seconds: every few seconds is enough.
-        self._alerts_budget = Budget(0.01, ALERTS_EVERY_S, enabled=throttle)
+        self._alerts_budget = Budget(0.01, ALERTS_EVERY_S, monotonic, enabled=throttle)
         self._alerts: tuple[rules.Alert, ...] = ()
         self._alerts_phase = ""
         self._util_means = {k: _SeriesMeans(_mean_util) for k in ("neuron", "gpu")}
@@ -208,9 +215,11 @@ class DashboardModel:
         self._compiles = pd.DataFrame()
         self.steps = self._new_steps()
         self.resets = 0
+        self._unfetched = True
+        """The reader read something since the steps were last fetched."""
         self.fetched_table = False
-        """True when the last refresh had the reader rebuild its step table (and free the
-        old one): the moment to hand freed memory back (memory.py)."""
+        """True when the last refresh freed a big block (the reader's old step table, or a
+        big batch of steps handed over): the moment to hand freed memory back (memory.py)."""
 
     def _new_steps(self) -> StepState:
         self._steady_dirty = True
@@ -218,30 +227,26 @@ class DashboardModel:
 
     # -- refresh -------------------------------------------------------------------------
     def refresh(self) -> DashboardState:
-        reader = self.reader
-        added = reader.poll()
+        added = self.reader.poll()
         now = self.clock.now()
         self.fetched_table = False
-        if (added or not self.steps.rows) and self._steps_budget.due():
-            # The reader rebuilds its whole step table when it grew: that cost grows with
-            # the run, so it is fetched under a CPU budget; only new rows are processed.
+        self._unfetched |= added > 0
+        # Rows read but not fetched are fetched when the budget allows even if nothing came
+        # since (the last lines of a run that just ended), and at once when the run is over:
+        # its figures must stand complete, not short of the steps deferred last.
+        if (self._unfetched or not self.steps.rows) and (
+                metrics.run_is_over(self.reader.meta, now) or self._steps_budget.due()):
             started = self._steps_budget.start()
-            table = reader.steps()
+            self._unfetched = False
             before = self.steps.rows
-            if not self.steps.take(table):  # rows already taken changed: start over
-                self.resets += 1
-                self.steps = self._new_steps()
-                self.steps.take(table)
+            self.fetched_table = self._take_new_steps() >= BIG_BATCH_ROWS
             self._steady_dirty |= self.steps.rows != before
-            self.fetched_table = self.steps.rows != before
             self._steps_budget.spent(started)
+        reader = self.reader
         if self._steady_dirty and self._steady_budget.due():
             started = self._steady_budget.start()
             self._steady = self.steps.tracker.result(self._compile_frame())
             self._steady_dirty = False
-            if self.steps.rows <= PHASES_MAX_ROWS:
-                phases = reader.phases()
-                self._phases_tail = phases.tail(self.recent * 4) if len(phases) else None
             self._steady_at = now
             self._steady_budget.spent(started)
         meta = reader.meta
@@ -270,6 +275,29 @@ class DashboardModel:
                               accelerator=accel, host=host, procs=procs, alerts=self._alerts,
                               ranks=tuple(sorted(self.steps.ranks)),
                               problems=reader.problems.summary())
+
+    def _take_new_steps(self) -> int:
+        """The steps the reader took in since the last call; returns how many."""
+        taken = self.reader.take_steps()
+        if taken is None:
+            # Rows already counted are gone: a live reader dropped a rank's log rows once its
+            # probe took over (once per such rank, early in a run), or a replay went back in
+            # time. The figures cannot forget rows, so they start over from a fresh reader.
+            self.resets += 1
+            self.reader = self.reader.reopened()
+            self.steps = self._new_steps()
+            self._phases_tail = None
+            self._compiles_n = -1
+            taken = self.reader.take_steps()
+            if taken is None:  # a new reader has handed nothing out yet: cannot happen
+                return 0
+        self.steps.add(taken.steps)
+        if len(taken.phases):
+            tail = taken.phases if self._phases_tail is None else pd.concat(
+                [self._phases_tail, taken.phases], ignore_index=True)
+            # A copy: a slice would keep a first batch's whole phase table alive.
+            self._phases_tail = tail.iloc[-self.recent * 4:].copy()
+        return len(taken.steps)
 
     def _phase(self, meta: Mapping[str, Any], compiles: list[Mapping[str, Any]],
                now: float) -> str:

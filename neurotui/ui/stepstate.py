@@ -71,6 +71,8 @@ class StepState:
         self.tracker = SteadyTracker(warmup_steps)
         self.total_samples = 0.0
         self.rows = 0
+        self.late_rows = 0
+        """Rows handed to `add` that were not after their rank's last row (left out)."""
         self.ranks: dict[int, RankRecent] = {}
         self.latest_attempt = -1
         self.last_t = -math.inf
@@ -106,6 +108,21 @@ class StepState:
             self._ingest(fresh.iloc[start:start + chunk])
         self.rows = n
         return True
+
+    def add(self, new: pd.DataFrame, chunk: int = 100_000) -> None:
+        """Take in rows handed over only once each (SessionReader.take_steps), in time order.
+
+        Rows of several ranks may come later than rows already taken of other ranks: they are
+        taken per rank, as in `take`. A row not after its own rank's last row (a clock that
+        went back) cannot be placed any more: it is left out and counted in `late_rows`.
+        """
+        if not len(new):
+            return
+        fresh = self._new_rows(new, whole=True) if self._carry else new
+        self.late_rows += len(new) - len(fresh)
+        for start in range(0, len(fresh), chunk):
+            self._ingest(fresh.iloc[start:start + chunk])
+        self.rows += len(fresh)
 
     def _new_rows(self, df: pd.DataFrame, whole: bool) -> pd.DataFrame:
         """Rows after their rank's last row taken: from where the latest attempt's slowest

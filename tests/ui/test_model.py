@@ -11,6 +11,7 @@ import pytest
 from neurotui import metrics
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
+from neurotui.session.status import SessionStatus
 from neurotui.ui.clock import FixedClock
 from neurotui.ui.model import DashboardModel, DashboardState, process_tree
 from tests.ui.sessions import RUNNING, T0, Recorder, reference_session
@@ -119,6 +120,76 @@ def test_dropped_log_rows_start_the_steps_over(tmp_path: Path) -> None:
     rec.close()
 
 
+class _Ticks:
+    """The budgets' clock: a second a reading (so each fetch seems to cost one), or as told."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 1.0
+        return self.t
+
+
+def _steps(rec: Recorder, first: int, last: int) -> None:
+    """A step every 0.2 s: a 30 s window holds fewer than the RECENT steps kept per rank."""
+    for n in range(first, last + 1):
+        rec.step(T0 + n * 0.2, 0, n, 0.2)
+
+
+def test_throughput_freezes_at_the_end_with_every_step_counted(tmp_path: Path) -> None:
+    """The run's last steps arrive while the steps budget defers them: once the run is over
+    they are taken at once, and "now" is the rate at the recorded end however long after."""
+    rec = Recorder(tmp_path, "20260101-180000-ended")
+    _steps(rec, 1, 50)
+    clock = FixedClock(T0 + 10.0)
+    status = [RUNNING]
+    model = DashboardModel(SessionReader(rec.dir), clock, status=lambda: status[0],
+                           monotonic=_Ticks())
+    assert model.refresh().header.step == 50
+    _steps(rec, 51, 300)
+    end = T0 + 60.5
+    rec.update_meta(ended_at=end, exit={"code": 0, "signal": None, "reason": "completed",
+                                        "attempts": 1})
+    status[0] = SessionStatus("completed", False, "completed")
+    clock.t = end + 5
+    first = model.refresh()
+    clock.t = end + 500
+    later = model.refresh()
+    steps = SessionReader(rec.dir).load().steps()
+    expected = metrics.current_throughput(steps, end)
+    assert expected is not None and expected > 75  # 80 samples/s, the window's edge aside
+    assert first.header.step == later.header.step == 300
+    assert first.throughput.now_sps == later.throughput.now_sps == pytest.approx(expected)
+    assert later.throughput.total_samples == metrics.total_samples(steps)
+    rec.close()
+
+
+def test_rows_read_while_the_budget_defers_are_taken_once_it_allows(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, "20260101-190000-deferred")
+    _steps(rec, 1, 50)
+    ticks = _Ticks()
+    model = DashboardModel(SessionReader(rec.dir), FixedClock(T0 + 10.0),
+                           status=lambda: RUNNING, monotonic=ticks)
+    assert model.refresh().header.step == 50
+    _steps(rec, 51, 60)
+    assert model.refresh().header.step == 50  # read, but the budget defers the fetch
+    ticks.t += 1000.0  # the budget allows it again; nothing new was written meanwhile
+    assert model.refresh().header.step == 60
+    rec.close()
+
+
+def test_a_live_reader_hands_its_steps_over_and_keeps_none(tmp_path: Path) -> None:
+    """The dashboard keeps its own running figures: the reader must not also keep the run's
+    whole step table (most of a long run's memory)."""
+    model = model_for(reference_session(tmp_path), 70)
+    assert model.refresh().header.step == 120
+    with pytest.raises(RuntimeError):
+        model.reader.steps()
+    rest = model.reader.take_steps()
+    assert rest is not None and len(rest.steps) == 0
+
+
 def test_restart_shows_the_new_attempt(tmp_path: Path) -> None:
     rec = Recorder(tmp_path, "20260101-170000-restart")
     for n in range(1, 31):
@@ -164,8 +235,6 @@ def test_compile_after_steady_and_a_silent_rank(tmp_path: Path) -> None:
 
 
 def test_not_running_means_no_stall_alert(tmp_path: Path) -> None:
-    from neurotui.session.status import SessionStatus
-
     session = reference_session(tmp_path)
     model = DashboardModel(SessionReader(session), FixedClock(T0 + 500),
                            status=lambda: SessionStatus("lost", False, "gone"))

@@ -56,6 +56,28 @@ def test_matches_metrics(run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataF
     for stage in stages:
         shown = df[df.groupby("rank").cumcount() < df["rank"].map(stage)]
         assert state.take(shown.reset_index(drop=True))
+    _assert_matches(state, df, compiles)
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs())
+def test_rows_handed_over_once_match_metrics(
+        run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame]) -> None:
+    """As a live reader hands them over (take_steps): each stage's new rows only, in time
+    order, some earlier than rows of other ranks already taken."""
+    df, stages, compiles = run
+    state = StepState(started_at=100.0, recent=10_000)
+    position = df.groupby("rank").cumcount()
+    before = dict.fromkeys(stages[-1], 0)
+    for stage in stages:
+        new = df[(position >= df["rank"].map(before)) & (position < df["rank"].map(stage))]
+        state.add(new.reset_index(drop=True))
+        before = stage
+    assert state.late_rows == 0 and state.rows == len(df)
+    _assert_matches(state, df, compiles)
+
+
+def _assert_matches(state: StepState, df: pd.DataFrame, compiles: pd.DataFrame) -> None:
     now = float(df["t"].max()) + 0.5
     assert state.total_samples == pytest.approx(metrics.total_samples(df))
     assert state.throughput(now) == pytest.approx(metrics.current_throughput(df, now))
@@ -72,6 +94,19 @@ def test_matches_metrics(run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataF
         assert vars(got) == pytest.approx(vars(expected))
     reached = metrics.phase({}, df, None, now) == "steady"
     assert state.reached_steady() == reached
+
+
+def test_a_row_before_its_ranks_last_is_left_out_and_counted() -> None:
+    """A clock that went back: the row cannot be placed in the figures any more."""
+    rows = [{"t": 100.0 + n, "rank": 0, "step": n, "samples": 8.0, "loss": 1.0, "dt": 1.0,
+             "src": "probe", "attempt": 0} for n in (1, 2, 3)]
+    state = StepState(started_at=100.0)
+    state.add(pd.DataFrame(rows[:2], columns=COLUMNS))
+    later = {**rows[2], "step": 4, "t": 104.0}
+    state.add(pd.DataFrame([{**rows[2], "t": 101.5}, later], columns=COLUMNS))
+    assert (state.late_rows, state.rows, state.latest_step()) == (1, 3, 4)
+    kept = pd.DataFrame([*rows[:2], later], columns=COLUMNS)
+    assert state.total_samples == metrics.total_samples(kept) == 32.0  # step 4 covers 3 too
 
 
 def test_history_buckets_widen_and_keep_totals() -> None:

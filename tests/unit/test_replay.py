@@ -225,3 +225,25 @@ def test_replay_from_the_columnar_cache_shows_the_same(tmp_path: Path,
     assert cached.reader.cache_state == "restored"
     assert [repr(replay_state(cached, T0 + t)) for t in (3.0, 33.3, 71.0)] == [
         repr(s) for s in fresh]
+
+
+def test_one_model_follows_a_replay_back_in_time(tmp_path: Path) -> None:
+    """Going back, the view says to start over (take_steps gives None) and the model's step
+    figures are those of the earlier time, not kept from the later one."""
+    session = reference_session(tmp_path / "rec")
+    view = Timeline(session).view()
+    clock = FixedClock(T0 + 60)
+    model = DashboardModel(view, clock, status=lambda: REPLAYING,  # type: ignore[arg-type]
+                           throttle=False)
+    view.seek(clock.t)
+    ahead = model.refresh().header.step
+    clock.t = T0 + 20
+    view.seek(clock.t)
+    back = model.refresh()
+    assert model.resets == 1
+    assert ahead is not None and back.header.step is not None
+    assert back.header.step < ahead
+    live = live_state(cut_copy(session, tmp_path / "cut", clock.t), clock.t)
+    assert same(back.header, live.header)
+    assert same(replace(back.throughput, steady_age_s=0.0),
+                replace(live.throughput, steady_age_s=0.0))

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from neurotui.session import cache, layout
+from neurotui.session import reader as reader_module
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 
@@ -290,3 +291,39 @@ def test_a_session_with_only_probe_files_is_cached_and_later_events_are_read(
     (d / layout.EVENTS).write_text(event(130, "compile", rank=1, what="compiled", line="ok"))
     r = assert_same_read(d)
     assert r.cache_state == "restored+written" and r.events["compile"][0]["rank"] == 1
+
+
+def test_a_cache_written_from_small_read_pieces_points_at_the_events(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files read a few bytes at a time, lines cut across pieces: the event index's byte
+    offsets must still point at the events (a restore re-reads them from there)."""
+    d = make_session(tmp_path)
+    default = reader_module.READ_CHUNK_BYTES
+    monkeypatch.setattr(reader_module, "READ_CHUNK_BYTES", 29)
+    assert SessionReader(d).load().cache_state == "written"
+    monkeypatch.setattr(reader_module, "READ_CHUNK_BYTES", default)
+    assert assert_same_read(d).cache_state == "restored"
+
+
+def test_phase_gaps_and_late_phase_names_round_trip(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    with open(layout.probe_path(d, 0), "a") as f:
+        f.write(step(120.0, 0, 31) + step(120.1, 0, 32, phases={"optimizer": 0.2}))
+    SessionReader(d).load()
+    again = assert_same_read(d)
+    assert again.cache_state == "restored"
+    phases = again.phases()
+    assert list(phases.columns) == ["t", "rank", "data", "fwd", "optimizer"]
+    assert phases["optimizer"].notna().sum() == 1 and phases["data"].isna().sum() == 1
+
+
+def test_a_follower_restores_the_cache_and_takes_every_step(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    SessionReader(d).load()
+    follower = SessionReader(d)
+    follower.poll()
+    taken = follower.take_steps()
+    assert follower.cache_state == "restored" and taken is not None
+    fresh = SessionReader(d, use_cache=False).load()
+    pd.testing.assert_frame_equal(taken.steps, fresh.steps())
+    pd.testing.assert_frame_equal(taken.phases, fresh.phases())

@@ -6,10 +6,14 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from neurotui.session import layout
+from neurotui.session import reader as reader_module
 from neurotui.session.reader import SessionFormatError, SessionReader
+from neurotui.session.tailing import read_new_lines
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 
 
@@ -123,3 +127,115 @@ def test_a_full_disk_loses_events_but_never_raises(capsys: pytest.CaptureFixture
     writer.close()
     assert writer.failed_writes >= 2
     assert "training goes on" in capsys.readouterr().err
+
+
+def _write(path: Path, records: list[dict], mode: str = "a") -> None:
+    with open(path, mode) as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+
+
+def test_files_are_read_in_bounded_pieces_with_the_same_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = make_session(tmp_path)
+    _write(d / layout.EVENTS, [step(100 + i, 0, i, src="log") for i in range(1, 6)]
+           + [{"t": 101.5, "kind": "host", "cpu": [float(c) for c in range(40)]}])
+    with open(d / layout.EVENTS, "a") as f:
+        f.write("not json at all\n" + json.dumps(step(107, 0, 7, src="log"))[:20])
+    _write(layout.probe_path(d, 1), [step(100.5 + i, 1, i, phases={"data": 0.01 * i})
+                                     for i in range(1, 6)])
+    whole = SessionReader(d).load()
+    reads: list[int] = []
+
+    def recorded(path: Path, offset: int, pending: bytes, max_bytes: int = -1
+                 ) -> tuple[list[bytes], int, bytes]:
+        reads.append(max_bytes)
+        return read_new_lines(path, offset, pending, max_bytes)
+
+    monkeypatch.setattr(reader_module, "READ_CHUNK_BYTES", 37)  # shorter than every line
+    monkeypatch.setattr(reader_module, "read_new_lines", recorded)
+    pieces = SessionReader(d).load()
+    assert len(reads) > 30 and set(reads) == {37}
+    pd.testing.assert_frame_equal(pieces.steps(), whole.steps())
+    pd.testing.assert_frame_equal(pieces.phases(), whole.phases())
+    assert pieces.events == whole.events and len(pieces.events["host"][0]["cpu"]) == 40
+    assert pieces.problems == whole.problems and pieces.problems.bad_lines == 1
+    assert pieces.problems.locations == ["events.jsonl:7 (not JSON)"]
+
+
+def test_late_rows_are_merged_as_a_stable_sort_of_everything(tmp_path: Path) -> None:
+    """Files grow unevenly (a slow log): each poll's rows may be earlier than rows already
+    read; ties keep the order the rows were read in, as a stable sort of all of them."""
+    rng = np.random.default_rng(7)
+    d = make_session(tmp_path)
+    r = SessionReader(d)
+    arrived: list[dict] = []
+    next_step = dict.fromkeys(range(3), 1)
+    for _ in range(12):
+        for rank in range(3):  # the reader reads rank 0's file, then 1's, then 2's
+            new = []
+            for _ in range(int(rng.integers(0, 4))):
+                n = next_step[rank]
+                next_step[rank] += 1
+                # Half-second times: ties across ranks; rank 2 runs behind the others.
+                new.append(step(100 + n * 0.5 - (3 if rank == 2 else 0), rank, n))
+            _write(layout.probe_path(d, rank), new)
+            arrived += new
+        r.poll()
+        r.steps()  # merged poll by poll
+    expected = pd.DataFrame(arrived)[["t", "rank", "step"]].sort_values(
+        "t", kind="stable", ignore_index=True)
+    got = r.steps()[["t", "rank", "step"]]
+    assert len(got) == len(arrived) > 30
+    pd.testing.assert_frame_equal(got, expected)
+
+
+def test_take_steps_hands_each_row_over_once_and_keeps_none(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    _write(layout.probe_path(d, 0), [step(101, 0, 1, phases={"data": 0.1}), step(102, 0, 2)])
+    r = SessionReader(d)
+    r.poll()
+    first = r.take_steps()
+    assert first is not None and list(first.steps["step"]) == [1, 2]
+    assert list(first.phases["data"]) == [0.1]
+    _write(layout.probe_path(d, 1), [step(101.5, 1, 1)])  # later read, earlier time
+    _write(layout.probe_path(d, 0), [step(103, 0, 3)])
+    r.poll()
+    second = r.take_steps()
+    assert second is not None
+    assert list(zip(second.steps["rank"], second.steps["step"], strict=True)) == [(1, 1), (0, 3)]
+    assert len(second.phases) == 0
+    empty = r.take_steps()
+    assert empty is not None and len(empty.steps) == 0
+    with pytest.raises(RuntimeError, match="keeps none"):
+        r.steps()
+
+
+def test_take_steps_says_start_over_when_handed_log_rows_are_dropped(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    _write(d / layout.EVENTS, [step(101, 0, 1, src="log"), step(101, 1, 1, src="log")])
+    r = SessionReader(d)
+    r.poll()
+    taken = r.take_steps()
+    assert taken is not None and len(taken.steps) == 2
+    _write(d / layout.EVENTS, [step(102, 2, 2, src="log")])
+    _write(layout.probe_path(d, 2), [step(102.5, 2, 2)])  # rank 2's log row not handed yet
+    r.poll()
+    taken = r.take_steps()
+    assert taken is not None and list(taken.steps["src"]) == ["probe"]
+    _write(layout.probe_path(d, 0), [step(103, 0, 3)])  # rank 0's log row was handed out
+    r.poll()
+    assert r.take_steps() is None
+
+
+def test_phase_timings_are_columns_with_gaps_as_nan(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    _write(layout.probe_path(d, 0), [
+        step(101, 0, 1, phases={"data": 0.1}), step(102, 0, 2, phases=None),
+        step(103, 0, 3, phases={"data": 0.2, "forward": 0.3}),
+        step(104, 0, 4, phases={"forward": "fast", "t": 5.0})])
+    phases = SessionReader(d).load().phases()
+    assert list(phases.columns) == ["t", "rank", "data", "forward"]
+    assert list(phases["t"]) == [101, 103, 104]  # the step's time, not a phase named t
+    assert phases["data"].tolist()[:2] == [0.1, 0.2] and math.isnan(phases["data"].iloc[2])
+    assert math.isnan(phases["forward"].iloc[0]) and phases["forward"].iloc[1] == 0.3
+    assert math.isnan(phases["forward"].iloc[2])  # not a number: missing, never 0
