@@ -18,6 +18,7 @@ left out. Price-performance = samples/s x 3600 / USD per hour = samples per doll
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,6 +73,92 @@ def _until(df: pd.DataFrame, now: float | None) -> pd.DataFrame:
 
 
 # -- step times ----------------------------------------------------------------------------
+# The step-time helpers below work on numpy arrays over the (attempt, rank)-sorted table:
+# groupby-diff/transform/cummax and per-rank .loc assignment took seconds on a 24-hour,
+# 32-rank run (issue #6: compare under 3 s), where adjacent-row arithmetic takes milliseconds.
+
+_SORT_KEYS = ["attempt", "rank", "t", "step"]
+
+
+def _floats(column: pd.Series) -> np.ndarray:
+    """A column as float64 values, NaN where missing or not a number."""
+    if not pd.api.types.is_numeric_dtype(column.dtype):
+        column = pd.to_numeric(column, errors="coerce")
+    return column.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    """A column of whole numbers (attempt, rank, step): signed integers as they are (never
+    missing, and no float copy; unsigned ones would wrap in a difference), else _floats."""
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind == "i":
+        return column.to_numpy()
+    return _floats(column)
+
+
+def _missing(values: np.ndarray) -> np.ndarray:
+    return np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), dtype=bool)
+
+
+def _sort_steps(steps: pd.DataFrame) -> pd.DataFrame:
+    """`steps` sorted (stable) by attempt, rank, t, step, as sort_values would, NaN last."""
+    keys = [steps[c] for c in _SORT_KEYS]
+    if not all(isinstance(k.dtype, np.dtype) and k.dtype.kind in "iuf" for k in keys):
+        return steps.sort_values(_SORT_KEYS, kind="stable")  # nullable or object columns
+    attempt, rank, t, step = (k.to_numpy() for k in keys)
+    order = _order_of_time_sorted(attempt, rank, t, step)
+    if order is None:  # np.lexsort is stable and puts NaN last like sort_values
+        order = np.lexsort((step, t, rank, attempt))
+    return steps.take(order)
+
+
+def _order_of_time_sorted(attempt: np.ndarray, rank: np.ndarray, t: np.ndarray,
+                          step: np.ndarray) -> np.ndarray | None:
+    """The sort order by attempt, rank, t, step of a table already in (t, step) order (the
+    reader's), with integer attempts and ranks: then a stable sort by (attempt, rank) alone
+    gives it, and a radix sort of a 16-bit key does that in a tenth of np.lexsort's time.
+    None when the table is not like that."""
+    if attempt.dtype.kind not in "iu" or rank.dtype.kind not in "iu" or len(t) < 2:
+        return None
+    with np.errstate(invalid="ignore"):
+        later = t[1:] > t[:-1]
+        if not (later | ((t[1:] == t[:-1]) & (step[1:] >= step[:-1]))).all():
+            return None  # not in time order, a tie out of step order, or a NaN
+    low_a, low_r = int(attempt.min()), int(rank.min())
+    attempts, ranks = int(attempt.max()) - low_a + 1, int(rank.max()) - low_r + 1
+    if attempts * ranks > 1 << 16:
+        return None
+    # Written straight into 16 bits: no int64 temporaries (fresh memory is slow to touch).
+    key = np.empty(len(rank), dtype=np.uint16)
+    np.subtract(rank, low_r, out=key, casting="unsafe")
+    if attempts > 1:
+        high = np.empty_like(key)
+        np.subtract(attempt, low_a, out=high, casting="unsafe")
+        key += high * np.uint16(ranks)
+    return np.argsort(key, kind="stable")
+
+
+def _group_starts(df: pd.DataFrame) -> np.ndarray:
+    """True where a row starts a new (attempt, rank) run of the sorted table, and on every
+    row whose attempt or rank is missing (groupby leaves those out: they have no group)."""
+    attempt, rank = _numbers(df["attempt"]), _numbers(df["rank"])
+    starts = np.ones(len(df), dtype=bool)
+    starts[1:] = (attempt[1:] != attempt[:-1]) | (rank[1:] != rank[:-1])  # NaN != NaN
+    return starts
+
+
+def _keyed(df: pd.DataFrame) -> np.ndarray:
+    """True for rows with both an attempt and a rank (the rows groupby puts in a group)."""
+    return ~(_missing(_numbers(df["attempt"])) | _missing(_numbers(df["rank"])))
+
+
+def _diff_in_groups(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """values[i] - values[i - 1] within a run (as floats), NaN on each run's first row."""
+    out = np.empty(len(values), dtype=float)
+    out[0] = np.nan
+    np.subtract(values[1:], values[:-1], out=out[1:])
+    out[starts] = np.nan
+    return out
+
 
 def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
     """`steps` sorted by attempt, rank and time, with three derived columns.
@@ -83,27 +170,40 @@ def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
       counter reset, e.g. a per-epoch step number).
     - samples_covered: samples x steps_covered. `samples` is per step (FORMAT.md), so a record
       every 10 steps stands for 10 steps' samples; totals and rates over time use this.
+
+    Deriving this is the costly part of the figures on a long run: a caller wanting several
+    of them (summary.summarize) derives it once and passes `timed=True` to the others.
     """
     if not _has_rows(steps, "t", "rank", "step", "attempt"):
         base = list(steps.columns) if steps is not None else []
         return pd.DataFrame(columns=[*base, "step_time", "steps_covered", "samples_covered"])
-    df = steps.sort_values(["attempt", "rank", "t", "step"], kind="stable").copy()
-    grouped = df.groupby(_GROUP, sort=False)
-    elapsed = grouped["t"].diff()
-    advanced = grouped["step"].diff()
-    rising = advanced > 0
-    derived = (elapsed / advanced).where(rising & (elapsed > 0))
-    if "dt" in df.columns:
-        dt = pd.to_numeric(df["dt"], errors="coerce")
-        reported = dt.where(np.isfinite(dt) & (dt > 0))
-        df["step_time"] = reported.fillna(derived)
-    else:
-        df["step_time"] = derived
-    df["steps_covered"] = advanced.where(rising, 1.0).astype(float)
-    samples = (pd.to_numeric(df["samples"], errors="coerce") if "samples" in df.columns
-               else pd.Series(np.nan, index=df.index))
-    df["samples_covered"] = samples * df["steps_covered"]
+    df = _sort_steps(steps)  # a new frame: adding columns leaves the caller's alone
+    starts = _group_starts(df)
+    elapsed = _diff_in_groups(_floats(df["t"]), starts)
+    advanced = _diff_in_groups(_numbers(df["step"]), starts)
+    # In place from here on: each array is tens of MB on a long run (see _column).
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rising = advanced > 0
+        unknown = ~(rising & (elapsed > 0))
+        step_time = np.divide(elapsed, advanced, out=elapsed)  # derived from t and step
+        step_time[unknown] = np.nan
+        if "dt" in df.columns:  # reported by the rank: wins
+            dt = _floats(df["dt"])
+            reported = np.isfinite(dt) & (dt > 0)
+            step_time[reported] = dt[reported]
+    covered = advanced
+    covered[~rising] = 1.0
+    samples = _floats(df["samples"]) if "samples" in df.columns else np.full(len(df), np.nan)
+    for name, values in (("step_time", step_time), ("steps_covered", covered),
+                         ("samples_covered", samples * covered)):
+        df[name] = _column(values, df.index)
     return df
+
+
+def _column(values: np.ndarray, index: pd.Index) -> pd.Series:
+    """A new column without the copy `df[name] = ndarray` makes (pandas 3): on a long run
+    each copy is tens of MB of fresh memory, slow to touch in a new process."""
+    return pd.Series(values, index=index, copy=False)
 
 
 def _past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
@@ -111,16 +211,27 @@ def _past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
 
     First step 1 and 10 warm-up steps -> steps 11.. count (the study's 11..N). Progress is a
     running maximum in time order, so a step counter that resets each epoch does not make
-    every epoch start look like warm-up. `df` comes from with_step_time (time-sorted).
+    every epoch start look like warm-up. `df` comes from with_step_time (time-sorted, each
+    rank's rows of an attempt together), possibly filtered.
     """
-    grouped = df.groupby(_GROUP, sort=False)["step"]
-    progress = (df["step"] - grouped.transform("min")).groupby(
-        [df["attempt"], df["rank"]], sort=False).cummax()
-    return progress >= max(0, int(warmup_steps))
+    out = np.zeros(len(df), dtype=bool)
+    if len(df):
+        starts = _group_starts(df)
+        first = np.flatnonzero(starts)
+        group = np.cumsum(starts) - 1
+        step = _numbers(df["step"])
+        progress = step - np.fmin.reduceat(step, first)[group]  # fmin: NaN steps skipped
+        with np.errstate(invalid="ignore"):
+            reached = progress >= max(0, int(warmup_steps))
+        # "the running maximum reached it" = "some row so far in the run reached it"
+        count = np.cumsum(reached)
+        before = (count - reached)[first][group]
+        out = (count > before) & ~_missing(progress) & _keyed(df)
+    return pd.Series(out, index=df.index)
 
 
 def steady_steps(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
-                 compiles: pd.DataFrame | None = None) -> pd.DataFrame:
+                 compiles: pd.DataFrame | None = None, *, timed: bool = False) -> pd.DataFrame:
     """The steady-state rows (with `step_time`): warm-up and compile-hit steps left out.
 
     A row is warm-up until its rank is `warmup_steps` steps past the first step it recorded in
@@ -128,38 +239,59 @@ def steady_steps(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
     300..309 too, since it compiles again). When `compiles` is given, steps whose
     interval (t - step_time, t] contains a compile event of that rank (or of no rank) are
     also left out, unless that would leave nothing: a job that compiles at every step has no
-    other steady state, and its slow steps are then what it really runs at.
+    other steady state, and its slow steps are then what it really runs at. `timed`: `steps`
+    already comes from with_step_time.
     """
-    df = with_step_time(steps)
+    df = steps if timed else with_step_time(steps)
     if not len(df):
         return df
-    df = df[_past_warmup(df, warmup_steps)]
-    if _has_rows(compiles, "t") and len(df):
-        hit = _overlaps_compile(df, compiles)
-        if not hit.all():
-            df = df[~hit]
-    return df
+    return df[_steady_mask(df, warmup_steps, compiles)]
+
+
+def _steady_mask(df: pd.DataFrame, warmup_steps: int,
+                 compiles: pd.DataFrame | None) -> np.ndarray:
+    """steady_steps' rows of a with_step_time table, as a mask (no copy of the table)."""
+    keep = _past_warmup(df, warmup_steps).to_numpy()
+    if _has_rows(compiles, "t") and keep.any():
+        hit = _overlaps_compile(df, compiles).to_numpy()  # type: ignore[arg-type]
+        if not hit[keep].all():
+            keep = keep & ~hit
+    return keep
 
 
 def _overlaps_compile(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
-    """Per row: did a compile event of its rank (or of no rank) happen during the step?"""
+    """Per row: did a compile event of its rank (or of no rank) happen during the step?
+
+    `df` comes from with_step_time: each rank's rows lie in runs, searched a run at a time.
+    """
     ct = pd.to_numeric(compiles["t"], errors="coerce")
     if "rank" in compiles.columns:
         crank = pd.to_numeric(compiles["rank"], errors="coerce")
     else:
         crank = pd.Series(np.nan, index=compiles.index)
-    anyrank = np.sort(ct[crank.isna()].dropna().to_numpy())
-    hit = pd.Series(False, index=df.index)
-    known = df["step_time"].notna()
-    for rank, rows in df[known].groupby("rank"):
-        times = np.sort(np.concatenate([anyrank, ct[crank == rank].dropna().to_numpy()]))
-        if not len(times):
-            continue
-        end = rows["t"].to_numpy()
-        start = end - rows["step_time"].to_numpy()
-        inside = np.searchsorted(times, end, "right") - np.searchsorted(times, start, "right")
-        hit.loc[rows.index] = inside > 0
-    return hit
+    anyrank = np.sort(ct[crank.isna()].dropna().to_numpy(dtype=float))
+    ranked = ct[crank.notna()]
+    own = {float(rank): np.sort(np.concatenate([anyrank, times.dropna().to_numpy(float)]))
+           for rank, times in ranked.groupby(crank[crank.notna()])}
+    hit = np.zeros(len(df), dtype=bool)
+    if not len(df) or (not len(anyrank) and not own):
+        return pd.Series(hit, index=df.index)
+    end = _floats(df["t"])
+    start = end - _floats(df["step_time"])
+    rank = _numbers(df["rank"])
+    counted = ~np.isnan(start) & ~_missing(rank)  # steps of unknown length or rank: no
+    filled = np.where(np.isnan(rank), np.inf, rank) if rank.dtype.kind == "f" else rank
+    bounds = [*np.flatnonzero(filled[1:] != filled[:-1]) + 1, len(df)]
+    first = 0
+    for last in bounds:
+        times = own.get(float(filled[first]), anyrank)
+        if len(times):
+            run = slice(first, last)
+            inside = (np.searchsorted(times, end[run], "right")
+                      - np.searchsorted(times, start[run], "right"))
+            hit[run] = (inside > 0) & counted[run]
+        first = last
+    return pd.Series(hit, index=df.index)
 
 
 @dataclass(frozen=True)
@@ -179,37 +311,63 @@ class SteadyState:
 
 
 def steady_state(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
-                 compiles: pd.DataFrame | None = None) -> SteadyState | None:
+                 compiles: pd.DataFrame | None = None, *,
+                 timed: bool = False) -> SteadyState | None:
     """Steady-state samples/s and step-time median/p90/mean, or None before steady state.
 
     Throughput per rank is its samples divided by its step time (both summed over its
     steady steps, i.e. mean batch / mean step time as in the reference study), summed over
-    ranks: 2 ranks x 16 samples at 0.1 s/step -> 320 samples/s.
+    ranks: 2 ranks x 16 samples at 0.1 s/step -> 320 samples/s. `timed`: `steps` already
+    comes from with_step_time.
     """
-    df = steady_steps(steps, warmup_steps, compiles)
-    df = df[df["step_time"].notna()] if len(df) else df
+    df = steps if timed else with_step_time(steps)
     if not len(df):
         return None
-    times = df["step_time"].astype(float)
-    rates = []
-    for _, rows in df.groupby("rank"):
-        if "samples" not in rows:
-            rates = None
-            break
-        samples = pd.to_numeric(rows["samples"], errors="coerce")
-        if samples.isna().any():
-            rates = None
-            break
-        rates.append(float(samples.sum()) / float(rows["step_time"].sum()))
+    step_time = _floats(df["step_time"])
+    keep = _steady_mask(df, warmup_steps, compiles) & ~np.isnan(step_time)
+    if not keep.any():
+        return None
+    # Arrays of the kept rows rather than a filtered copy of the whole table.
+    times = step_time[keep]
+    rank = _numbers(df["rank"])[keep]
+    samples = _floats(df["samples"])[keep] if "samples" in df.columns else None
+    series = pd.Series(times, copy=False)  # pandas' median and quantile, as before
     return SteadyState(
-        samples_per_s=None if rates is None else _pos(sum(rates)),
-        step_time_median=float(times.median()),
-        step_time_p90=float(times.quantile(0.9)),
-        step_time_mean=float(times.mean()),
-        steps=len(df),
-        ranks=int(df["rank"].nunique()),
+        samples_per_s=_samples_per_s(rank, samples, times),
+        step_time_median=float(series.median()),
+        step_time_p90=float(series.quantile(0.9)),
+        step_time_mean=float(series.mean()),
+        steps=int(keep.sum()),
+        ranks=len(np.unique(rank[~_missing(rank)])),
         warmup_steps=int(warmup_steps),
     )
+
+
+def _samples_per_s(rank: np.ndarray, samples: np.ndarray | None,
+                   times: np.ndarray) -> float | None:
+    """Sum over ranks (rank order) of the rank's samples over its step time, or None when a
+    rank's samples are unknown; rows without a rank count in no rank. The rows come from a
+    with_step_time table: each rank's lie in a run per attempt, gathered without a sort."""
+    if samples is None:
+        return None
+    missing = _missing(rank)
+    if missing.any():
+        rank, samples, times = rank[~missing], samples[~missing], times[~missing]
+    if not len(rank) or np.isnan(samples).any():
+        return None
+    runs: dict[Any, list[slice]] = {}
+    bounds = [0, *(np.flatnonzero(rank[1:] != rank[:-1]) + 1), len(rank)]
+    for first, last in itertools.pairwise(bounds):
+        runs.setdefault(rank[first], []).append(slice(first, last))
+    rates = []
+    for key in sorted(runs):
+        parts = runs[key]
+        # One contiguous array per rank, rows in table order: the sums come out as pandas'
+        # per-rank sums did, to the last bit.
+        s = samples[parts[0]] if len(parts) == 1 else np.concatenate([samples[p] for p in parts])
+        t = times[parts[0]] if len(parts) == 1 else np.concatenate([times[p] for p in parts])
+        rates.append(float(s.sum()) / float(t.sum()))
+    return _pos(sum(rates))
 
 
 # -- throughput over time ------------------------------------------------------------------
@@ -287,10 +445,11 @@ def current_throughput(steps: pd.DataFrame, now: float,
     return total
 
 
-def total_samples(steps: pd.DataFrame, now: float | None = None) -> float:
+def total_samples(steps: pd.DataFrame, now: float | None = None, *,
+                  timed: bool = False) -> float:
     """All samples processed so far (all ranks, all attempts; sparse records count for the
-    steps they stand for)."""
-    df = with_step_time(_until(steps, now))
+    steps they stand for). `timed`: `steps` already comes from with_step_time."""
+    df = _until(steps, now) if timed else with_step_time(_until(steps, now))
     return float(df["samples_covered"].fillna(0.0).sum()) if len(df) else 0.0
 
 

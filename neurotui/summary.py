@@ -19,8 +19,10 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
     ended = meta.get("ended_at")
     end = ended if ended is not None else now
     price = (meta.get("price") or {}).get("usd_per_hour")
-    steady = metrics.steady_state(steps, compiles=compiles)
-    samples = metrics.total_samples(steps) if len(steps) else None
+    # Step times derived once for both figures: on a long run that is most of the work.
+    timed = metrics.with_step_time(steps)
+    steady = metrics.steady_state(timed, compiles=compiles, timed=True)
+    samples = metrics.total_samples(timed, timed=True) if len(steps) else None
     cost = metrics.cost_so_far(price, started, end, ended)
     first_step = float(steps["t"].min()) - float(started) if len(steps) and started else None
     rate = steady.samples_per_s if steady else None

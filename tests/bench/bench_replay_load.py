@@ -9,8 +9,8 @@ events.jsonl, about 1 GB of JSON lines in all. Then measures:
   that part is shown on its own);
 - cached load: the same with the cache, for the dashboard's telemetry window (300 samples
   per kind), the reader's default window (3600) and compare's (1): target under 1 s;
-- full compare: compare_rows() + the text table in this process (target under 3 s), and
-  `neurotui compare` as a fresh process (imports included).
+- full compare: compare_rows() + the text table in this process, and `neurotui compare` as
+  a fresh process, imports included, as a user runs it: both under 3 s.
 
     .venv/bin/python tests/bench/bench_replay_load.py               # 3M events, ~3 minutes
     .venv/bin/python tests/bench/bench_replay_load.py --events 300000   # quick look
@@ -130,15 +130,24 @@ def load_steps(session: Path, history: int | None) -> SessionReader:
 
 
 def compare_in_a_new_process(root: Path, name: str) -> float:
-    code = ("import argparse, sys, pathlib\n"
-            "from neurotui import compare\n"
-            "p = argparse.ArgumentParser(); compare.add_parser(p.add_subparsers())\n"
-            f"sys.exit(compare.run(p.parse_args(['compare', {name!r}]), "
-            f"pathlib.Path({str(root)!r})))\n")
+    """`neurotui compare NAME` as a user runs it: a new interpreter, the CLI's imports."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "neurotui", "--sessions-dir", str(root), "compare",
+                    name], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
+
+
+def measure_compare(session: Path, repeats: int) -> tuple[bool, str]:
+    """Full compare in this process and as a new process (medians): (targets met, table)."""
+    median, best, table = timed(
+        lambda: compare.render(compare.compare_rows([session])), repeats)
+    print(f"{'full compare, in process (load, figures, table)':52}{median:8.2f} s  "
+          f"(best {best:.2f}; target < {COMPARE_TARGET_S:.0f} s)")
+    fresh, fresh_best, _ = timed(
+        lambda: compare_in_a_new_process(session.parent, session.name), repeats)
+    print(f"{'compare as a new process (imports included)':52}{fresh:8.2f} s  "
+          f"(best {fresh_best:.2f}; target < {COMPARE_TARGET_S:.0f} s)")
+    return median < COMPARE_TARGET_S and fresh < COMPARE_TARGET_S, table
 
 
 def main() -> None:
@@ -199,13 +208,8 @@ def main() -> None:
             print(f"{f'cached load ({who})':52}{median:8.2f} s  (best {best:.2f}; "
                   f"target < {CACHED_TARGET_S:.0f} s; {median / bare:.3f}x the bare parse)")
 
-        median, best, table = timed(
-            lambda: compare.render(compare.compare_rows([session])), args.repeats)
-        ok &= median < COMPARE_TARGET_S
-        print(f"{'full compare, in process (load, figures, table)':52}{median:8.2f} s  "
-              f"(best {best:.2f}; target < {COMPARE_TARGET_S:.0f} s)")
-        fresh = compare_in_a_new_process(root, session.name)
-        print(f"{'compare as a new process (imports included)':52}{fresh:8.2f} s")
+        compared, table = measure_compare(session, args.repeats)
+        ok &= compared
         print()
         print(table.split("\n\n")[0])
         print("\nPASS" if ok else "\nFAIL: a target was missed")

@@ -162,6 +162,97 @@ def test_steps_with_a_compile_are_left_out() -> None:
     assert m.steady_state(steps, compiles=compiles((t50 - 5.0, None))).steps == 89
 
 
+def overlaps_compile_per_rank(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
+    """The previous _overlaps_compile (a search per rank group, .loc assignment): the
+    semantics the vectorised one must keep."""
+    ct = pd.to_numeric(compiles["t"], errors="coerce")
+    crank = pd.to_numeric(compiles["rank"], errors="coerce")
+    anyrank = np.sort(ct[crank.isna()].dropna().to_numpy())
+    hit = pd.Series(False, index=df.index)
+    for rank, rows in df[df["step_time"].notna()].groupby("rank"):
+        times = np.sort(np.concatenate([anyrank, ct[crank == rank].dropna().to_numpy()]))
+        if not len(times):
+            continue
+        end = rows["t"].to_numpy()
+        start = end - rows["step_time"].to_numpy()
+        inside = np.searchsorted(times, end, "right") - np.searchsorted(times, start, "right")
+        hit.loc[rows.index] = inside > 0
+    return hit
+
+
+def test_compile_overlap_per_rank_and_for_all_ranks() -> None:
+    """Steps (t - step_time, t]: 1 s steps ending at 11..16 on ranks 0-2, two attempts of
+    rank 0, a rank-less row, rank 1 without dt (its first step's length is unknown)."""
+    rows = [{"t": 10.0 + k, "rank": r, "step": k, "samples": 16.0, "dt": 1.0, "attempt": 0}
+            for k in range(1, 7) for r in range(3)]
+    rows += [{"t": 30.0 + k, "rank": 0, "step": k, "samples": 16.0, "dt": 1.0, "attempt": 1}
+             for k in range(1, 4)]
+    rows.append({"t": 16.0, "rank": np.nan, "step": 6, "samples": 16.0, "dt": 1.0,
+                 "attempt": 0})
+    steps = pd.DataFrame(rows).sample(frac=1.0, random_state=3)  # any order in
+    steps.loc[steps["rank"] == 1, "dt"] = np.nan
+    df = m.with_step_time(steps)
+    events = compiles((12.5, 0),  # inside rank 0's step ending at 13
+                      (14.0, 1),  # at the end of rank 1's step 14 (in), start of 15 (out)
+                      (11.0, 1),  # rank 1's first step: length unknown, so no hit
+                      (15.2, None),  # every rank's step ending at 16
+                      (31.5, 0),  # rank 0, attempt 1
+                      (12.2, 7),  # a rank with no steps
+                      (math.nan, 2))  # no time: ignored
+    hit = m._overlaps_compile(df, events)
+    pd.testing.assert_series_equal(hit, overlaps_compile_per_rank(df, events),
+                                   check_names=False)
+    hits = df.loc[hit, ["rank", "t"]]
+    assert sorted(map(tuple, hits.to_numpy().tolist())) == [
+        (0.0, 13.0), (0.0, 16.0), (0.0, 32.0), (1.0, 14.0), (1.0, 16.0), (2.0, 16.0)]
+    # the rank-less row is never hit; without rank-less events only ranks 0 and 1 are
+    own = events[events["rank"].notna()]
+    pd.testing.assert_series_equal(m._overlaps_compile(df, own),
+                                   overlaps_compile_per_rank(df, own), check_names=False)
+    assert set(df.loc[m._overlaps_compile(df, own), "rank"]) == {0, 1}
+
+
+def with_step_time_by_groupby(steps: pd.DataFrame) -> pd.DataFrame:
+    """The previous with_step_time (sort_values, groupby diff)."""
+    df = steps.sort_values(["attempt", "rank", "t", "step"], kind="stable").copy()
+    grouped = df.groupby(["attempt", "rank"], sort=False)
+    elapsed, advanced = grouped["t"].diff(), grouped["step"].diff()
+    rising = advanced > 0
+    derived = (elapsed / advanced).where(rising & (elapsed > 0))
+    dt = pd.to_numeric(df["dt"], errors="coerce")
+    df["step_time"] = dt.where(np.isfinite(dt) & (dt > 0)).fillna(derived)
+    df["steps_covered"] = advanced.where(rising, 1.0).astype(float)
+    df["samples_covered"] = pd.to_numeric(df["samples"]) * df["steps_covered"]
+    return df
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(1, 40), time_sorted=st.booleans(),
+       missing_keys=st.booleans())
+def test_vectorised_step_times_match_the_groupby_ones(data: st.DataObject, n: int,
+                                                      time_sorted: bool,
+                                                      missing_keys: bool) -> None:
+    """Same rows, order, values and warm-up flags as the groupby version, in the reader's
+    time order (the radix-sort path) or any order, with resets, ties, NaNs."""
+    ints = st.integers(0, 3)
+    keys = st.one_of(ints, st.just(math.nan)) if missing_keys else ints
+    maybe = st.one_of(st.floats(0.0, 2.0), st.just(math.nan))
+    rows = [{"t": data.draw(st.sampled_from([1.0, 2.0, 2.5, 3.0, 7.0, math.nan])),
+             "rank": data.draw(keys), "step": data.draw(st.integers(0, 12)),
+             "samples": 16.0, "dt": data.draw(maybe), "attempt": data.draw(keys)}
+            for _ in range(n)]
+    steps = pd.DataFrame(rows)
+    if time_sorted:
+        steps = steps.sort_values(["t", "step"], kind="stable")
+    got, want = m.with_step_time(steps), with_step_time_by_groupby(steps)
+    pd.testing.assert_frame_equal(got, want)
+    warmup = data.draw(st.integers(0, 5))
+    progress = (want["step"] - want.groupby(["attempt", "rank"])["step"].transform("min")
+                ).groupby([want["attempt"], want["rank"]]).cummax()
+    pd.testing.assert_series_equal(m._past_warmup(got, warmup), progress >= warmup,
+                                   check_names=False)
+
+
 def test_unknown_samples_gives_step_times_but_no_throughput() -> None:
     steps = make_steps()
     steps["samples"] = np.nan
