@@ -425,17 +425,25 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "compare", help="compare runs side by side (throughput, samples per dollar)",
         description="One row per session: instance, cores, batch, compile time, steady step "
                     "time, throughput, price and samples per dollar, relative to a baseline.")
-    p.add_argument("sessions", nargs="+", metavar="SESSION",
+    p.add_argument("sessions", nargs="*", metavar="SESSION",
                    help="folder name under sessions/ or any unique part of it")
     p.add_argument("--baseline", metavar="SESSION",
                    help="the session the others are measured against (default: the first)")
     p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--tui", action="store_true",
+                   help="pick and compare sessions on screen (the dashboard's compare screen)")
     return p
 
 
 def run(args: argparse.Namespace, root: Path) -> int:
     """`neurotui compare`: 0 when every session was read; 1 when some could not be (named on
     stderr, the others still compared); 2 when a name matches no session or none is read."""
+    if args.tui:
+        return _run_tui(args, root)
+    if not args.sessions:
+        print("neurotui: compare needs at least one SESSION (or --tui to pick on screen)",
+              file=sys.stderr)
+        return 2
     try:
         paths = _unique([find_session(root, name) for name in args.sessions])
         base_path = find_session(root, args.baseline) if args.baseline else paths[0]
@@ -464,6 +472,22 @@ def run(args: argparse.Namespace, root: Path) -> int:
               file=sys.stderr)
     sys.stdout.write(render(compare_rows(loaded, baseline), args.format))
     return 1 if failed else 0
+
+
+def _run_tui(args: argparse.Namespace, root: Path) -> int:
+    try:
+        chosen = _unique([find_session(root, name) for name in args.sessions])
+        base = find_session(root, args.baseline) if args.baseline else None
+    except SessionNotFound as exc:
+        print(f"neurotui: {exc}", file=sys.stderr)
+        return 2
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        print("neurotui: compare --tui needs a terminal; without it, compare prints the table",
+              file=sys.stderr)
+        return 2
+    from neurotui.ui.compare_app import run_compare_app  # Textual only for the screen
+
+    return run_compare_app(root, chosen, baseline=base)
 
 
 def _unique(paths: list[Path]) -> list[Path]:

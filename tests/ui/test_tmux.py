@@ -147,3 +147,16 @@ def test_replay_plays_to_the_end_in_a_real_terminal(tmp_path: Path, tmux: Tmux) 
     tmux.keys("q")
     screen = tmux.wait(lambda s: "exit=" in s, 30, "[exited]")
     assert "exit=0" in screen
+
+
+def test_compare_screen_in_a_real_terminal(tmp_path: Path, tmux: Tmux) -> None:
+    """`neurotui compare --tui` on the shipped samples: the study's table on screen."""
+    sessions = shlex.quote(str(REPO / "sessions"))
+    tmux.start(f"cd {shlex.quote(str(tmp_path))} && {shlex.quote(sys.executable)} -m neurotui "
+               f"--sessions-dir {sessions} compare --tui sample-cpu sample-xla; echo exit=$?",
+               cols=160, rows=40)
+    screen = tmux.wait(lambda s: "1,294.3" in s and "538.8" in s, 60, "both samples' rows")
+    assert "sample-cpu-gloo" in screen and "sample-xla-cpu" in screen
+    tmux.keys("q")
+    screen = tmux.wait(lambda s: "exit=" in s, 30, "[exited]")
+    assert "exit=0" in screen

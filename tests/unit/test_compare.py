@@ -320,3 +320,13 @@ def test_format_value() -> None:
     assert compare.format_value(None, "count") == "n/a"
     assert compare.format_value(pd.NA, "int") == "n/a"
     assert compare.format_value(0.0, "rate") == "0.0"  # a real zero stays a zero
+
+
+def test_no_session_named_or_no_terminal_for_the_screen(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(root, capsys=capsys)
+    assert code == 2 and out == "" and "compare needs at least one SESSION" in err
+    code, out, err = cli(root, "trn1", "--tui", capsys=capsys)  # captured: not a terminal
+    assert code == 2 and "compare --tui needs a terminal" in err
+    code, out, err = cli(root, "nope", "--tui", capsys=capsys)
+    assert code == 2 and "no session matching 'nope'" in err
