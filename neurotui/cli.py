@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +358,8 @@ def cmd_stop(args: argparse.Namespace, root: Path) -> int:
 
 # -- helpers ----------------------------------------------------------------------------------
 def package_versions() -> dict[str, str | None]:
+    from importlib import metadata  # only `run` needs it: keeps other commands' start quick
+
     versions: dict[str, str | None] = {"python": platform.python_version(),
                                        "neurotui": __version__}
     for key, dist in _VERSIONED.items():
