@@ -38,11 +38,17 @@ class _Sums:
         self.times.frombytes(np.asarray(step_time, dtype=np.float32).tobytes())
         if np.isnan(samples).any():
             self.samples_unknown = True
-        for r in np.unique(rank):
-            mine = rank == r
+        # One pass per figure (bincount) rather than a mask per rank: a replay jumping to the
+        # end of a 32-rank day takes millions of rows at once.
+        ranks, index = np.unique(rank, return_inverse=True) if not _small_ints(rank) else (
+            np.flatnonzero(np.bincount(rank)), rank)
+        samples_by = np.bincount(index, weights=samples)
+        seconds_by = np.bincount(index, weights=step_time)
+        for i, r in enumerate(ranks):
+            at = int(r) if index is rank else i
             key = int(r)
-            self.samples[key] = self.samples.get(key, 0.0) + float(samples[mine].sum())
-            self.seconds[key] = self.seconds.get(key, 0.0) + float(step_time[mine].sum())
+            self.samples[key] = self.samples.get(key, 0.0) + float(samples_by[at])
+            self.seconds[key] = self.seconds.get(key, 0.0) + float(seconds_by[at])
 
     def merged(self, other: _Sums) -> _Sums:
         out = _Sums(array("f", self.times), dict(self.samples), dict(self.seconds),
@@ -117,6 +123,12 @@ class SteadyTracker:
             steps=len(times), ranks=len(use.seconds), warmup_steps=self.warmup_steps)
 
 
+def _small_ints(values: np.ndarray) -> bool:
+    """Non-negative and small enough to count with np.bincount (ranks are)."""
+    return bool(len(values)) and values.dtype.kind in "iu" and \
+        int(values.min()) >= 0 and int(values.max()) < 1 << 16
+
+
 def overlaps_compile(t: np.ndarray, rank: np.ndarray, step_time: np.ndarray,
                      compiles: pd.DataFrame | None) -> np.ndarray:
     """Per step: did a compile event of its rank, or of no rank, fall in (t - step_time, t]?"""
@@ -126,14 +138,20 @@ def overlaps_compile(t: np.ndarray, rank: np.ndarray, step_time: np.ndarray,
     ct = pd.to_numeric(compiles["t"], errors="coerce")
     crank = (pd.to_numeric(compiles["rank"], errors="coerce") if "rank" in compiles
              else pd.Series(np.nan, index=compiles.index))
-    anyrank = ct[crank.isna()].dropna().to_numpy()
+    anyrank = np.sort(ct[crank.isna()].dropna().to_numpy())
     start = t - step_time
-    for r in np.unique(rank):
-        times = np.sort(np.concatenate([anyrank, ct[crank == r].dropna().to_numpy()]))
-        if not len(times):
-            continue
+
+    def inside(times: np.ndarray, end: np.ndarray, begin: np.ndarray) -> np.ndarray:
+        return (np.searchsorted(times, end, "right")
+                - np.searchsorted(times, begin, "right")) > 0
+
+    # Compiles of no rank concern every step at once; only ranks with compiles of their own
+    # need a pass of their own (few: a mask per rank over millions of rows is what costs).
+    if len(anyrank):
+        hit = inside(anyrank, t, start)
+    for r in np.unique(crank.dropna().to_numpy()):
         mine = rank == r
-        inside = (np.searchsorted(times, t[mine], "right")
-                  - np.searchsorted(times, start[mine], "right"))
-        hit[mine] = inside > 0
+        if mine.any():
+            times = np.sort(np.concatenate([anyrank, ct[crank == r].dropna().to_numpy()]))
+            hit[mine] = inside(times, t[mine], start[mine])
     return hit

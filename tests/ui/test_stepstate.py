@@ -42,8 +42,10 @@ def runs(draw: st.DrawFn) -> tuple[pd.DataFrame, list[dict[int, int]], pd.DataFr
         seen = {r: draw(st.integers(seen[r], n)) for r, n in sizes.items()}
         stages.append(dict(seen))
     stages.append(sizes)
-    compiles = pd.DataFrame({"t": draw(st.lists(st.floats(100, 130), max_size=3)),
-                             "rank": None})
+    times = draw(st.lists(st.floats(100, 130), max_size=3))
+    # Compiles of no rank (the compiler's own lines) and of one rank (its log's lines).
+    compiles = pd.DataFrame({"t": times, "rank": [
+        draw(st.sampled_from([None, *sizes])) for _ in times]}, dtype=object)
     return df, stages, compiles
 
 

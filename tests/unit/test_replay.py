@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,19 @@ def cut_copy(session: Path, dest: Path, until: float) -> Path:
 def same(a: object, b: object) -> bool:
     """Equal, NaN included (a missing step time is NaN in both)."""
     return repr(a) == repr(b)
+
+
+def close(a: object, b: object) -> bool:
+    """Equal but for the last bits of float sums (rows taken in other batches add up in
+    another order); NaN equals NaN."""
+    if is_dataclass(a) and is_dataclass(b):
+        return type(a) is type(b) and all(close(getattr(a, f.name), getattr(b, f.name))
+                                          for f in fields(a))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12)
+    return a == b
 
 
 def live_state(session: Path, at: float):
@@ -76,12 +89,12 @@ def test_replay_frames_moving_forward_match_the_live_view(tmp_path: Path) -> Non
         view.seek(clock.t)
         replayed = model.refresh()
         live = live_state(cut_copy(session, tmp_path / f"cut{offset}", clock.t), clock.t)
-        assert same(replayed.header, live.header)
-        assert same(replace(replayed.throughput, steady_age_s=0.0),
-                    replace(live.throughput, steady_age_s=0.0))
+        assert close(replayed.header, live.header)
+        assert close(replace(replayed.throughput, steady_age_s=0.0),
+                     replace(live.throughput, steady_age_s=0.0))
         assert same(replayed.host.cpu, live.host.cpu)
         assert same(replayed.accelerator.cores, live.accelerator.cores)
-        assert same(replayed.alerts, live.alerts)
+        assert close(replayed.alerts, live.alerts)
 
 
 def test_timeline_bounds_steps_and_events(tmp_path: Path) -> None:
@@ -244,6 +257,6 @@ def test_one_model_follows_a_replay_back_in_time(tmp_path: Path) -> None:
     assert ahead is not None and back.header.step is not None
     assert back.header.step < ahead
     live = live_state(cut_copy(session, tmp_path / "cut", clock.t), clock.t)
-    assert same(back.header, live.header)
-    assert same(replace(back.throughput, steady_age_s=0.0),
-                replace(live.throughput, steady_age_s=0.0))
+    assert close(back.header, live.header)
+    assert close(replace(back.throughput, steady_age_s=0.0),
+                 replace(live.throughput, steady_age_s=0.0))
