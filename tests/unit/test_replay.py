@@ -260,3 +260,23 @@ def test_one_model_follows_a_replay_back_in_time(tmp_path: Path) -> None:
     assert close(back.header, live.header)
     assert close(replace(back.throughput, steady_age_s=0.0),
                  replace(live.throughput, steady_age_s=0.0))
+
+
+def test_a_run_still_in_progress_replays_up_to_now_and_stays_running(tmp_path: Path) -> None:
+    """Replaying a live run: its end is its newest record, and there it is still running."""
+    import os
+
+    import psutil
+
+    from neurotui.session.writer import write_json_atomic
+
+    session = reference_session(tmp_path / "rec")
+    meta = json.loads((session / layout.META).read_text())
+    me = psutil.Process(os.getpid())  # stands for the job: alive, with its create time
+    write_json_atomic(session / layout.META, {**meta, "job_pid": me.pid,
+                                              "job_create_time": me.create_time()})
+    timeline = Timeline(session)
+    assert timeline.end == pytest.approx(T0 + 71.6)  # rank 1's last step, the newest record
+    at_end = timeline.status_at(timeline.end)
+    assert at_end.running and at_end.state == "running"
+    assert replay_state(timeline, timeline.end).header.phase in ("steady", "warm-up")
