@@ -139,6 +139,9 @@ class GoTo(ModalScreen[float | None]):
         self.dismiss(None)
 
 
+_PLAYER_ACTIONS = frozenset({"play", "speed", "seek", "seek_start", "seek_end", "go_to"})
+
+
 class ReplayApp(DashboardApp):
     BINDINGS = [
         Binding("space", "play", "Play/pause", priority=True),
@@ -172,6 +175,10 @@ class ReplayApp(DashboardApp):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop_training":
             return False  # a recording has nothing to stop: hidden from the footer
+        if action in _PLAYER_ACTIONS and self._dashboard is not None \
+                and self.screen is not self._dashboard:
+            # Over another screen (go to, compare) the keys are theirs: space picks or types.
+            return False
         return super().check_action(action, parameters)
 
     # -- frames (in the poll worker) --------------------------------------------------------

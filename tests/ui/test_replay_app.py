@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from neurotui.session import layout
 from neurotui.ui.replay import GoTo, ReplayApp
 from neurotui.ui.screens.help import HelpScreen
 from tests.ui.conftest import screen_text, settle
-from tests.ui.sessions import T0, reference_session
+from tests.ui.sessions import T0, cpu_only_session, reference_session
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,9 +66,14 @@ async def test_go_to_a_step_and_a_time(ended: Path) -> None:
         await pilot.press("g")
         await pilot.pause()
         assert isinstance(app.screen, GoTo)
-        await pilot.press(*"step 50", "enter")
+        await pilot.press(*"step 50")
+        assert app.screen.query_one(Input).value == "step 50"  # space typed, not "play"
+        await pilot.press("end", "home")  # the input's cursor keys, not the player's
+        assert app.replay_clock is not None and app.replay_clock.now() == T0
+        await pilot.press("enter")
         text = await frame(pilot)
         assert not isinstance(app.screen, GoTo)
+        assert not app.replay_clock.playing
         assert "step 50/500" in text
         assert app.replay_clock is not None
         assert app.replay_clock.now() == app.timeline.time_of_step(50)  # type: ignore[union-attr]
@@ -201,3 +207,26 @@ def test_cli_replay_rejects_a_bad_speed(ended: Path) -> None:
                              str(ended.parent), "replay", "--speed", "0"],
                             capture_output=True, text=True, cwd=REPO, timeout=60)
     assert result.returncode == 2 and "speed must be above 0" in result.stderr
+
+
+async def test_over_the_compare_screen_space_picks_a_session(ended: Path) -> None:
+    from textual.widgets import SelectionList
+
+    from neurotui.ui.screens.compare import CompareScreen
+
+    other = cpu_only_session(ended.parent)
+    app = replay(ended)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await frame(pilot)
+        await pilot.press("c")
+        await frame(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        picker = screen.query_one(SelectionList)
+        picker.focus()
+        values = [picker.get_option_at_index(i).value for i in range(picker.option_count)]
+        picker.highlighted = values.index(other)
+        await pilot.press("space")
+        await frame(pilot)
+        assert set(screen.picked()) == {ended, other}
+        assert app.replay_clock is not None and not app.replay_clock.playing
