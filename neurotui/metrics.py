@@ -260,10 +260,26 @@ def _steady_mask(df: pd.DataFrame, warmup_steps: int,
 
 
 def _overlaps_compile(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
-    """Per row: did a compile event of its rank (or of no rank) happen during the step?
+    """Per row of a with_step_time table: did a compile event of its rank (or of no rank)
+    happen during the step?"""
+    end = _floats(df["t"])
+    hit = compile_hits(end, end - _floats(df["step_time"]), _numbers(df["rank"]), compiles)
+    return pd.Series(hit, index=df.index)
 
-    `df` comes from with_step_time: each rank's rows lie in runs, searched a run at a time.
+
+def compile_hits(end: np.ndarray, start: np.ndarray, rank: np.ndarray,
+                 compiles: pd.DataFrame | None) -> np.ndarray:
+    """Per step (its end, start and rank): did a compile event of its rank, or of no rank,
+    fall in (start, end]? Steps of unknown length or rank: no. The rule of the figures here
+    and of the dashboard's running steady state and alerts alike.
+
+    Rows are searched a run of one rank at a time: fast when each rank's rows lie together
+    (as in a with_step_time table), right in any order.
     """
+    hit = np.zeros(len(end), dtype=bool)
+    if not len(end) or not _has_rows(compiles, "t"):
+        return hit
+    assert compiles is not None
     ct = pd.to_numeric(compiles["t"], errors="coerce")
     if "rank" in compiles.columns:
         crank = pd.to_numeric(compiles["rank"], errors="coerce")
@@ -271,17 +287,13 @@ def _overlaps_compile(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
         crank = pd.Series(np.nan, index=compiles.index)
     anyrank = np.sort(ct[crank.isna()].dropna().to_numpy(dtype=float))
     ranked = ct[crank.notna()]
-    own = {float(rank): np.sort(np.concatenate([anyrank, times.dropna().to_numpy(float)]))
-           for rank, times in ranked.groupby(crank[crank.notna()])}
-    hit = np.zeros(len(df), dtype=bool)
-    if not len(df) or (not len(anyrank) and not own):
-        return pd.Series(hit, index=df.index)
-    end = _floats(df["t"])
-    start = end - _floats(df["step_time"])
-    rank = _numbers(df["rank"])
+    own = {float(r): np.sort(np.concatenate([anyrank, times.dropna().to_numpy(float)]))
+           for r, times in ranked.groupby(crank[crank.notna()])}
+    if not len(anyrank) and not own:
+        return hit
     counted = ~np.isnan(start) & ~_missing(rank)  # steps of unknown length or rank: no
     filled = np.where(np.isnan(rank), np.inf, rank) if rank.dtype.kind == "f" else rank
-    bounds = [*np.flatnonzero(filled[1:] != filled[:-1]) + 1, len(df)]
+    bounds = [*np.flatnonzero(filled[1:] != filled[:-1]) + 1, len(end)]
     first = 0
     for last in bounds:
         times = own.get(float(filled[first]), anyrank)
@@ -291,7 +303,7 @@ def _overlaps_compile(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
                       - np.searchsorted(times, start[run], "right"))
             hit[run] = (inside > 0) & counted[run]
         first = last
-    return pd.Series(hit, index=df.index)
+    return hit
 
 
 @dataclass(frozen=True)

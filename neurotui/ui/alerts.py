@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from neurotui import metrics
 from neurotui.ui import fmt
-from neurotui.ui.steady import overlaps_compile
 
 SATURATED_CPU = 90.0
 IDLE_ACCELERATOR = 40.0
@@ -188,7 +188,8 @@ def step_variance(recent: RecentSteps, compiles: pd.DataFrame | None = None,
     swinging = []
     for rank, cols in recent.items():
         times = cols["step_time"]
-        hit = overlaps_compile(cols["t"], np.full(len(times), rank), times, compiles)
+        hit = metrics.compile_hits(cols["t"], cols["t"] - times,
+                                   np.full(len(times), rank), compiles)
         times = times[~hit] if not hit.all() else times
         if len(times) < min_steps:
             continue

@@ -40,15 +40,18 @@ class _Sums:
             self.samples_unknown = True
         # One pass per figure (bincount) rather than a mask per rank: a replay jumping to the
         # end of a 32-rank day takes millions of rows at once.
-        ranks, index = np.unique(rank, return_inverse=True) if not _small_ints(rank) else (
-            np.flatnonzero(np.bincount(rank)), rank)
-        samples_by = np.bincount(index, weights=samples)
-        seconds_by = np.bincount(index, weights=step_time)
-        for i, r in enumerate(ranks):
-            at = int(r) if index is rank else i
+        if _small_ints(rank):  # ranks are: count by rank number, no sort
+            ranks = np.flatnonzero(np.bincount(rank))
+            samples_by = np.bincount(rank, weights=samples)[ranks]
+            seconds_by = np.bincount(rank, weights=step_time)[ranks]
+        else:
+            ranks, index = np.unique(rank, return_inverse=True)
+            samples_by = np.bincount(index, weights=samples)
+            seconds_by = np.bincount(index, weights=step_time)
+        for r, n, s in zip(ranks, samples_by, seconds_by, strict=True):
             key = int(r)
-            self.samples[key] = self.samples.get(key, 0.0) + float(samples_by[at])
-            self.seconds[key] = self.seconds.get(key, 0.0) + float(seconds_by[at])
+            self.samples[key] = self.samples.get(key, 0.0) + float(n)
+            self.seconds[key] = self.seconds.get(key, 0.0) + float(s)
 
     def merged(self, other: _Sums) -> _Sums:
         out = _Sums(array("f", self.times), dict(self.samples), dict(self.seconds),
@@ -94,7 +97,7 @@ class SteadyTracker:
             t, rank, samples, step_time = (np.concatenate(c) for c in zip(*self._pending,
                                                                            strict=True))
             self._pending = []
-            hits = overlaps_compile(t, rank, step_time, compiles)
+            hits = metrics.compile_hits(t, t - step_time, rank, compiles)
             final = t <= self._newest - self.grace_s
             for bucket, mask in ((self._clean, final & ~hits), (self._hit, final & hits)):
                 bucket.add(rank[mask], samples[mask], step_time[mask])
@@ -127,31 +130,3 @@ def _small_ints(values: np.ndarray) -> bool:
     """Non-negative and small enough to count with np.bincount (ranks are)."""
     return bool(len(values)) and values.dtype.kind in "iu" and \
         int(values.min()) >= 0 and int(values.max()) < 1 << 16
-
-
-def overlaps_compile(t: np.ndarray, rank: np.ndarray, step_time: np.ndarray,
-                     compiles: pd.DataFrame | None) -> np.ndarray:
-    """Per step: did a compile event of its rank, or of no rank, fall in (t - step_time, t]?"""
-    hit = np.zeros(len(t), dtype=bool)
-    if compiles is None or not len(compiles) or "t" not in compiles:
-        return hit
-    ct = pd.to_numeric(compiles["t"], errors="coerce")
-    crank = (pd.to_numeric(compiles["rank"], errors="coerce") if "rank" in compiles
-             else pd.Series(np.nan, index=compiles.index))
-    anyrank = np.sort(ct[crank.isna()].dropna().to_numpy())
-    start = t - step_time
-
-    def inside(times: np.ndarray, end: np.ndarray, begin: np.ndarray) -> np.ndarray:
-        return (np.searchsorted(times, end, "right")
-                - np.searchsorted(times, begin, "right")) > 0
-
-    # Compiles of no rank concern every step at once; only ranks with compiles of their own
-    # need a pass of their own (few: a mask per rank over millions of rows is what costs).
-    if len(anyrank):
-        hit = inside(anyrank, t, start)
-    for r in np.unique(crank.dropna().to_numpy()):
-        mine = rank == r
-        if mine.any():
-            times = np.sort(np.concatenate([anyrank, ct[crank == r].dropna().to_numpy()]))
-            hit[mine] = inside(times, t[mine], start[mine])
-    return hit
