@@ -5,9 +5,9 @@ second for a 24-hour, 32-rank session) and keeps steps and the rare events whole
 telemetry is not loaded: the reader's byte-range index says where each sample lies, so a view
 reads only the few dozen samples before its cursor, found by bisecting on their times.
 
-`TimelineView` has the reader's interface (poll, meta, steps, phases, events, frame, last,
-problems, dir), cut at its cursor, so the dashboard model and screens serve replay unchanged:
-replay is not a second rendering path.
+`TimelineView` has the interface the dashboard model reads a session through (poll,
+take_steps, reopened, meta, events, frame, last, problems, dir), cut at its cursor, so the
+model and screens serve replay unchanged: replay is not a second rendering path.
 """
 
 from __future__ import annotations
@@ -139,9 +139,6 @@ class Timeline:
             return len(self.phases)
         return int(np.searchsorted(self._phase_t, until, side="right"))
 
-    def phases_until(self, until: float) -> pd.DataFrame:
-        return self.phases.iloc[:self.phase_rows_until(until)]
-
     def events_until(self, kind: str, until: float) -> list[dict[str, Any]]:
         times = self._event_t.get(kind)
         if not times:
@@ -235,22 +232,12 @@ class TimelineView:
         self._handed = self._phases_handed = 0
         return self
 
-    def steps(self) -> pd.DataFrame:
-        return self.timeline.steps.iloc[:self.timeline.steps_until(self.until)]
-
-    def phases(self) -> pd.DataFrame:
-        return self.timeline.phases_until(self.until)
-
     def frame(self, kind: str) -> pd.DataFrame:
         return pd.DataFrame(list(self.events.get(kind, ())))
 
     def last(self, kind: str) -> dict[str, Any] | None:
         items = self.events.get(kind)
         return items[-1] if items else None
-
-    @property
-    def running(self) -> bool:
-        return self.meta.get("exit") is None
 
 
 _DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?"
@@ -259,8 +246,8 @@ _DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?"
 
 def parse_position(text: str, time_of_step: Callable[[int], float | None],
                    start: float) -> float:
-    """Where "go to" goes: `step 1200` (or `s1200`), `1:02:03`, `12:30`, `1h2m`, `90s`, `90`
-    (seconds from the start), `+5m` / `-30s` are not offered: seek keys do that.
+    """Where "go to" goes: `step 1200` (or `s1200`), or a time from the start: `1:02:03`,
+    `12:30`, `1h2m`, `90s`, `90` (seconds).
 
     Raises ValueError with a message for the user."""
     text = text.strip().lower()

@@ -76,14 +76,22 @@ class ReplayClock:
 
     def tick(self) -> float:
         with self._lock:
-            wall = self._monotonic()
-            if self.playing:
-                step = self.frame_s if self.fastest else (wall - self._wall) * self.speed
-                self._t = min(self.end, self._t + step)
-                if self._t >= self.end:
-                    self.playing = False  # stop at the end, like a player does
-            self._wall = wall
+            self._advance(frame=True)
             return self._t
+
+    def _advance(self, *, frame: bool) -> None:
+        """Move the cursor by the wall time since the last move (at the fastest speed: by a
+        frame, if this is one). Call with the lock held."""
+        wall = self._monotonic()
+        if self.playing:
+            if self.fastest:
+                step = self.frame_s if frame else 0.0
+            else:
+                step = (wall - self._wall) * self.speed
+            self._t = min(self.end, self._t + step)
+            if self._t >= self.end:
+                self.playing = False  # stop at the end, like a player does
+        self._wall = wall
 
     def play(self, playing: bool | None = None) -> None:
         """Start, stop (or with None, toggle); playing again from the end starts over."""
@@ -101,10 +109,7 @@ class ReplayClock:
 
     def set_speed(self, speed: float) -> None:
         with self._lock:
-            self._t = min(self.end, self._t + (
-                0.0 if not self.playing or self.fastest
-                else (self._monotonic() - self._wall) * self.speed))
-            self._wall = self._monotonic()
+            self._advance(frame=False)  # the time played so far counts at the old speed
             self.speed = speed
 
     def faster(self, delta: int) -> float:

@@ -162,6 +162,9 @@ class _SeriesMeans:
         self._values: deque[tuple[float, float]] = deque(maxlen=SPARK_HISTORY)
 
     def update(self, series: Sequence[Mapping[str, Any]]) -> tuple[float, ...]:
+        if series and self._values and float(series[-1].get("t", math.inf)) < \
+                self._values[-1][0]:
+            self._values.clear()  # the series went back in time (a replay seeking back)
         last = self._values[-1][0] if self._values else -math.inf
         fresh = []
         for event in reversed(series):

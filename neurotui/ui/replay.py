@@ -8,7 +8,6 @@ in the poll worker, so the window opens at once and says "loading" meanwhile.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,7 +24,7 @@ from textual.widgets import Input, Static
 from neurotui.session.replay import Timeline, TimelineView, parse_position
 from neurotui.session.status import SessionStatus
 from neurotui.ui import fmt
-from neurotui.ui.app import DashboardApp
+from neurotui.ui.app import DEFAULT_INTERVAL_S, DashboardApp, env_interval
 from neurotui.ui.charts import bar
 from neurotui.ui.clock import ReplayClock
 from neurotui.ui.logtail import LogChoice
@@ -36,9 +35,6 @@ from neurotui.ui.widgets.styles import LABEL, MUTED, VALUE
 
 PLAYING_FRAME_S = 0.5
 """Seconds between frames while playing at a timed speed (paused: the app's interval)."""
-SMALL_SEEK = 0.01
-BIG_SEEK = 0.10
-"""Seek keys move this share of the run (at least a second)."""
 
 
 @dataclass(frozen=True)
@@ -157,15 +153,13 @@ class ReplayApp(DashboardApp):
     ]
 
     def __init__(self, session_dir: Path, *, speed: float = 10.0, at: str | None = None,
-                 paused: bool = False, interval_s: float = 2.0,
+                 paused: bool = False, interval_s: float = DEFAULT_INTERVAL_S,
                  ascii_mode: bool | None = None, theme: str | None = None) -> None:
         super().__init__(session_dir, interval_s=interval_s, ascii_mode=ascii_mode, theme=theme)
         self.speed, self.start_at, self.start_paused = speed, at, paused
         self.timeline: Timeline | None = None
         self.view: TimelineView | None = None
         self.replay_clock: ReplayClock | None = None
-        self._jumped_back = False
-        self._lock = threading.Lock()
         self.open_error: str | None = None
         self.bar = ReplayBar()
 
@@ -187,12 +181,8 @@ class ReplayApp(DashboardApp):
             return
         clock, view = self.replay_clock, self.view
         assert clock is not None and view is not None
-        with self._lock:
-            t = clock.tick()
-            if self._jumped_back:  # the model only moves forward: start it afresh
-                self.model = self._new_model()
-                self._jumped_back = False
-        view.seek(t)
+        # Going back in time, the model starts over by itself (TimelineView.take_steps).
+        view.seek(clock.tick())
         super().refresh_frame(wanted)
         self.post_message(ReplayMoved(self.position()))
 
@@ -215,22 +205,16 @@ class ReplayApp(DashboardApp):
                 self.call_from_thread(self.notify, f"--at: {exc}", severity="error",
                                       markup=False)
         self.replay_clock = self.clock = clock
-        self.model = self._new_model()
-        if not self.start_paused:
-            clock.play(True)
-        return True
-
-    def _new_model(self) -> DashboardModel:
-        assert self.view is not None and self.replay_clock is not None
-        timeline, clock = self.timeline, self.replay_clock
-        assert timeline is not None
 
         def status() -> SessionStatus:
             return timeline.status_at(clock.now())
 
         # throttle=False: each frame is the exact picture at its time, like the live view
         # would have shown it (no CPU budget spreads work over frames).
-        return DashboardModel(self.view, clock, status=status, throttle=False)  # type: ignore[arg-type]
+        self.model = DashboardModel(self.view, clock, status=status, throttle=False)
+        if not self.start_paused:
+            clock.play(True)
+        return True
 
     def _position_of(self, text: str) -> float:
         assert self.timeline is not None
@@ -276,14 +260,9 @@ class ReplayApp(DashboardApp):
             self._moved()
 
     def seek_to(self, t: float) -> None:
-        clock = self.replay_clock
-        if clock is None:
-            return
-        with self._lock:
-            before = clock.now()
-            after = clock.seek(t)
-            self._jumped_back |= after < before
-        self._moved()
+        if self.replay_clock is not None:
+            self.replay_clock.seek(t)
+            self._moved()
 
     def action_seek(self, percent: int) -> None:
         clock = self.replay_clock
@@ -331,10 +310,12 @@ class ReplayApp(DashboardApp):
 
 
 def run_replay(session_dir: Path, *, speed: float = 10.0, at: str | None = None,
-               paused: bool = False, interval_s: float = 2.0, ascii_mode: bool | None = None,
-               theme: str | None = None) -> int:
-    """Replay a recorded session in the dashboard until the user quits. Blocking."""
-    app = ReplayApp(session_dir, speed=speed, at=at, paused=paused, interval_s=interval_s,
+               paused: bool = False, interval_s: float | None = None,
+               ascii_mode: bool | None = None, theme: str | None = None) -> int:
+    """Replay a recorded session in the dashboard until the user quits. Blocking. Display
+    defaults come from the environment, as for run_dashboard."""
+    app = ReplayApp(session_dir, speed=speed, at=at, paused=paused,
+                    interval_s=env_interval() if interval_s is None else interval_s,
                     ascii_mode=ascii_mode, theme=theme)
     app.run()
     return app.return_code or 0

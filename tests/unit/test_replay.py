@@ -110,11 +110,11 @@ def test_timeline_bounds_steps_and_events(tmp_path: Path) -> None:
     assert view.poll() > 0
     assert len(view.events["compile"]) == 2  # compiles at +1, +2 (the third is at +3)
     assert [e["t"] for e in view.events["host"]] == [T0, T0 + 1, T0 + 2]
-    assert len(view.steps()) == 0
+    assert timeline.steps_until(view.until) == 0
     assert view.poll() == 0  # nothing moved
     view.seek(ended_at)
     assert view.poll() > 0
-    assert len(view.steps()) == 240
+    assert timeline.steps_until(view.until) == 240
     assert len(view.events["host"]) == TELEMETRY_HISTORY  # a window, not the whole run
     assert view.events["host"][-1]["t"] == max(e["t"] for e in SessionReader(session).load()
                                                .events["host"])
@@ -260,6 +260,9 @@ def test_one_model_follows_a_replay_back_in_time(tmp_path: Path) -> None:
     assert close(back.header, live.header)
     assert close(replace(back.throughput, steady_age_s=0.0),
                  replace(live.throughput, steady_age_s=0.0))
+    # The sparklines start over too, rather than keeping the later time's samples.
+    assert same(back.host.cpu_history, live.host.cpu_history)
+    assert same(back.accelerator.util_history, live.accelerator.util_history)
 
 
 def test_a_run_still_in_progress_replays_up_to_now_and_stays_running(tmp_path: Path) -> None:
