@@ -36,6 +36,7 @@ from neurotui.session.paths import SessionNotFound, find_session
 from neurotui.session.reader import SessionFormatError, SessionReader
 from neurotui.session.status import session_status
 from neurotui.summary import summarize
+from neurotui.ui import on_a_terminal
 
 FORMATS = ("table", "markdown", "csv", "json")
 MISSING = "n/a"
@@ -438,18 +439,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, root: Path) -> int:
     """`neurotui compare`: 0 when every session was read; 1 when some could not be (named on
     stderr, the others still compared); 2 when a name matches no session or none is read."""
-    if args.tui:
-        return _run_tui(args, root)
-    if not args.sessions:
+    if not args.sessions and not args.tui:
         print("neurotui: compare needs at least one SESSION (or --tui to pick on screen)",
               file=sys.stderr)
         return 2
     try:
         paths = _unique([find_session(root, name) for name in args.sessions])
-        base_path = find_session(root, args.baseline) if args.baseline else paths[0]
+        named_base = find_session(root, args.baseline) if args.baseline else None
     except SessionNotFound as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2
+    if args.tui:
+        return _run_tui(root, paths, named_base)
+    base_path = named_base or paths[0]
     if base_path not in paths:
         paths.insert(0, base_path)
     loaded: list[LoadedSession] = []
@@ -474,20 +476,14 @@ def run(args: argparse.Namespace, root: Path) -> int:
     return 1 if failed else 0
 
 
-def _run_tui(args: argparse.Namespace, root: Path) -> int:
-    try:
-        chosen = _unique([find_session(root, name) for name in args.sessions])
-        base = find_session(root, args.baseline) if args.baseline else None
-    except SessionNotFound as exc:
-        print(f"neurotui: {exc}", file=sys.stderr)
-        return 2
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+def _run_tui(root: Path, chosen: list[Path], baseline: Path | None) -> int:
+    if not on_a_terminal():
         print("neurotui: compare --tui needs a terminal; without it, compare prints the table",
               file=sys.stderr)
         return 2
     from neurotui.ui.compare_app import run_compare_app  # Textual only for the screen
 
-    return run_compare_app(root, chosen, baseline=base)
+    return run_compare_app(root, chosen, baseline=baseline)
 
 
 def _unique(paths: list[Path]) -> list[Path]:

@@ -125,9 +125,8 @@ class _StepColumns:
               "src": ("b", "int8"), "attempt": ("q", "int64")}
 
     def __init__(self) -> None:
-        self.t, self.samples, self.loss, self.dt = (array("d") for _ in range(4))
-        self.rank, self.step, self.attempt = (array("q") for _ in range(3))
-        self.src = array("b")
+        (self.t, self.rank, self.step, self.samples, self.loss, self.dt, self.src,
+         self.attempt) = (array(code) for code, _ in self._TYPES.values())
 
     def __len__(self) -> int:
         return len(self.t)
