@@ -26,10 +26,11 @@ from neurotui.session.paths import (
     new_session_id,
     sessions_root,
 )
-from neurotui.session.reader import SessionFormatError, SessionReader
-from neurotui.session.status import session_status
+from neurotui.session.reader import SessionFormatError, SessionReader, load_meta
+from neurotui.session.status import session_status, supervisor_alive
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
+from neurotui.ui import on_a_terminal
 
 _VERSIONED = {"torch": "torch", "torch_xla": "torch-xla", "torch_neuronx": "torch-neuronx",
               "neuronx_cc": "neuronx-cc", "timm": "timm"}
@@ -253,7 +254,7 @@ def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: boo
     from neurotui import headless as headless_mode
 
     if not headless:
-        if sys.stdout.isatty() and sys.stdin.isatty():
+        if on_a_terminal():
             from neurotui.ui.app import run_dashboard
 
             # It says how to come back if training goes on.
@@ -271,11 +272,27 @@ def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: boo
         status = session_status(session_dir)
         print(f"neurotui: session {status.state}: {status.detail}", file=sys.stderr)
         return 1
+    wait_summary(session_dir)
     print(f"neurotui: {ended.get('reason')} (exit code {ended.get('code')}"
           f"{', signal ' + ended['signal'] if ended.get('signal') else ''}); "
           f"recorded in {session_dir}", flush=True)
     code = ended.get("code")
     return code if isinstance(code, int) and code >= 0 else 1
+
+
+def wait_summary(session_dir: Path, timeout_s: float = 120.0) -> None:
+    """The supervisor adds the run's summary to meta.json just after the exit record (the
+    exit is not held back while it reads the run): wait for it, so a caller that reads
+    meta.json once we return finds the whole record. Not past the supervisor's end."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            meta = load_meta(session_dir)
+        except SessionFormatError:
+            return
+        if "summary" in meta or not supervisor_alive(meta):
+            return
+        time.sleep(0.1)
 
 
 # -- ls, attach, stop -------------------------------------------------------------------------
@@ -314,17 +331,14 @@ def cmd_attach(args: argparse.Namespace, root: Path) -> int:
 def cmd_replay(args: argparse.Namespace, root: Path) -> int:
     session_dir = find_session(root, args.session)
     SessionReader(session_dir)  # a clear error now for a folder that is not a session
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+    if not on_a_terminal():
         print("neurotui: replay needs a terminal; `neurotui compare` and `neurotui export` "
               "work without one", file=sys.stderr)
         return 2
-    from neurotui.ui.app import env_interval
     from neurotui.ui.replay import run_replay
 
-    settings = display_settings(args)
-    settings["interval_s"] = settings["interval_s"] or env_interval()
     return run_replay(session_dir, speed=args.speed, at=args.at, paused=args.paused,
-                      **settings)
+                      **display_settings(args))
 
 
 def cmd_stop(args: argparse.Namespace, root: Path) -> int:
