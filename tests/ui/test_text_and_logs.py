@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
 from neurotui.session import layout
 from neurotui.ui import charts
 from neurotui.ui.logtail import LAUNCHER, LogChoice, LogFollower, LogTail
 from neurotui.ui.textsafe import ESCAPE_STYLE, safe_text, visible_text
+from neurotui.ui.widgets.logs import LogPanel
 from tests.ui.sessions import NASTY_LINE, Recorder
 
 
@@ -80,3 +84,46 @@ def test_charts_ascii_and_missing() -> None:
     assert charts.bar(None, 5) == "???  "
     assert charts.columns([1, 2], 2, 2) == [" █", "██"]
     assert charts.resample(list(range(10)), 2) == [2.0, 7.0]
+
+
+class _LogBelowAPanel(App[None]):
+    """A log under a panel that grows, as the alerts panel grows above the dashboard's log."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("alerts", id="above")
+        yield LogPanel()
+
+
+def _bottom_line(panel: LogPanel) -> str:
+    return panel.lines[int(panel.scroll_y) + panel.scrollable_content_region.height - 1].text
+
+
+async def test_log_stays_at_its_last_line_when_a_panel_above_grows() -> None:
+    app = _LogBelowAPanel()
+    async with app.run_test(size=(60, 20)) as pilot:
+        panel = app.query_one(LogPanel)
+        panel.add_lines([f"line {i}" for i in range(40)])
+        await pilot.pause()
+        assert _bottom_line(panel).rstrip() == "line 39"
+        app.query_one("#above").styles.height = 8  # the log panel shrinks by 7 rows
+        await pilot.pause()
+        assert _bottom_line(panel).rstrip() == "line 39"
+
+
+async def test_log_scrolled_back_holds_its_place_as_lines_arrive() -> None:
+    app = _LogBelowAPanel()
+    async with app.run_test(size=(60, 20)) as pilot:
+        panel = app.query_one(LogPanel)
+        panel.add_lines([f"line {i}" for i in range(40)])
+        await pilot.pause()
+        panel.scroll_up(animate=False)
+        await pilot.pause()
+        held = _bottom_line(panel)
+        panel.add_lines(["line 40"])
+        await pilot.pause()
+        assert _bottom_line(panel) == held
+        panel.scroll_end(animate=False)  # back at the end: follows again
+        await pilot.pause()
+        panel.add_lines(["line 41"])
+        await pilot.pause()
+        assert _bottom_line(panel).rstrip() == "line 41"

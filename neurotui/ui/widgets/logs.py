@@ -22,10 +22,16 @@ class LogPanel(RichLog):
     def __init__(self, label: str = "Log") -> None:
         """`label` starts the title ("Log"; a replay says its log is the whole run's)."""
         super().__init__(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
-                         auto_scroll=True, id="logs")
+                         auto_scroll=False, id="logs")
         self.choice: LogChoice | None = None
         self.label = label
         self.border_title = label
+
+    def on_mount(self) -> None:
+        # Anchored rather than auto-scrolled: the last line stays in view when the panel
+        # shrinks (the alerts panel above it grows), and a reader who scrolled back keeps
+        # their place as lines arrive until they scroll to the end again.
+        self.anchor()
 
     def set_choice(self, choice: LogChoice, path: str | None, ranks: int) -> None:
         self.choice = choice
@@ -36,6 +42,7 @@ class LogPanel(RichLog):
     def add_lines(self, lines: list[str], reset: bool = False) -> None:
         if reset:
             self.clear()
+            self.anchor()  # another log: start at its end
         for line in lines:
             # Whole lines (not cut to the panel): the log scrolls sideways when focused.
             text = safe_text(line)
