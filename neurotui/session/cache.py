@@ -20,6 +20,7 @@ import json
 import os
 import re
 import secrets
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,10 +142,11 @@ def load(session_dir: Path) -> CachedRead | None:
         import pyarrow.parquet as pq
 
         token = str(stamp["token"])
-        steps = _steps_from_table(pq.read_table(folder / f"{token}.steps.parquet"),
-                                  stamp["src_categories"])
+        steps = _read_steps(pq.ParquetFile(folder / f"{token}.steps.parquet"),
+                            stamp["src_categories"])
         phases = pq.read_table(folder / f"{token}.phases.parquet").to_pandas()
         events = pq.read_table(folder / f"{token}.events.parquet").to_pandas()
+        release_arrow_memory()  # the tables are converted: before the caller's big allocations
         return CachedRead(sources=sources, steps=steps, phases=phases, events=events,
                           kinds=list(stamp["kinds"]), problems=dict(stamp["problems"]),
                           probed_ranks=[int(r) for r in stamp["probed_ranks"]],
@@ -153,14 +155,26 @@ def load(session_dir: Path) -> CachedRead | None:
         return None
 
 
-def _steps_from_table(table: Any, categories: list[str]) -> pd.DataFrame:
+def release_arrow_memory() -> None:
+    """Hand pyarrow's unused memory back to the OS. Its pool (mimalloc or jemalloc) keeps freed
+    memory for itself, out of reach of numpy and of malloc_trim: attaching to a long run read
+    from its cache otherwise leaves about 100 MB there for good."""
+    pyarrow = sys.modules.get("pyarrow")  # imported only where a cache was read or written
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+
+
+def _read_steps(parquet: Any, categories: list[str]) -> pd.DataFrame:
     columns: dict[str, Any] = {}
     for name in _STEP_COLUMNS:
-        values = table.column(name).to_numpy()
+        # A column at a time: a long run's whole table decoded at once doubles its memory.
+        values = parquet.read(columns=[name]).column(0).to_numpy()
         if name == "src":
             columns[name] = pd.Categorical.from_codes(values, categories)
         else:
-            columns[name] = values.astype("int64") if name in _STEP_INTS else values
+            # int64 as the reader's own columns; a cache written as int64 is not copied.
+            columns[name] = values.astype("int64", copy=False) if name in _STEP_INTS \
+                else values
     return pd.DataFrame(columns, copy=False)
 
 
@@ -201,6 +215,8 @@ def save(session_dir: Path, read: CachedRead) -> bool:
             with contextlib.suppress(OSError):
                 path.unlink()
         return False
+    finally:
+        release_arrow_memory()
     _remove_other_tokens(folder, token)
     return True
 

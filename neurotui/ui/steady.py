@@ -13,6 +13,7 @@ the probe), so rows wait `grace_s` behind the newest step before their compile c
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ import pandas as pd
 from neurotui import metrics
 
 GRACE_S = 10.0
+BATCH_ROWS = 200_000
 
 
 @dataclass
@@ -68,9 +70,10 @@ class SteadyTracker:
     """Steady-state statistics from steps marked past warm-up (stepstate.py marks them)."""
 
     def __init__(self, warmup_steps: int = metrics.DEFAULT_WARMUP_STEPS,
-                 grace_s: float = GRACE_S) -> None:
+                 grace_s: float = GRACE_S, batch_rows: int = BATCH_ROWS) -> None:
         self.warmup_steps = warmup_steps
         self.grace_s = grace_s
+        self.batch_rows = batch_rows
         self.steady_since: dict[int, float] = {}
         self._clean = _Sums()
         self._hit = _Sums()
@@ -88,27 +91,29 @@ class SteadyTracker:
             self.steady_since[attempt] = min(self.steady_since.get(attempt, first), first)
         keep = past & np.isfinite(step_time)
         if keep.any():
-            self._pending.append((t[keep], np.full(int(keep.sum()), rank, dtype=np.int64),
+            self._pending.append((t[keep], np.full(int(keep.sum()), rank, dtype=np.int32),
                                   samples[keep], step_time[keep]))
 
     def result(self, compiles: pd.DataFrame | None) -> metrics.SteadyState | None:
         clean, hit = self._clean, self._hit
         if self._pending:
-            t, rank, samples, step_time = (np.concatenate(c) for c in zip(*self._pending,
-                                                                           strict=True))
-            self._pending = []
-            hits = metrics.compile_hits(t, t - step_time, rank, compiles)
-            final = t <= self._newest - self.grace_s
-            for bucket, mask in ((self._clean, final & ~hits), (self._hit, final & hits)):
-                bucket.add(rank[mask], samples[mask], step_time[mask])
-            if not final.all():
-                later = ~final
-                self._pending = [(t[later], rank[later], samples[later], step_time[later])]
-                clean, hit = _Sums(), _Sums()
-                clean.add(rank[later & ~hits], samples[later & ~hits],
-                          step_time[later & ~hits])
-                hit.add(rank[later & hits], samples[later & hits], step_time[later & hits])
-                clean, hit = self._clean.merged(clean), self._hit.merged(hit)
+            later_parts: list[tuple[np.ndarray, ...]] = []
+            clean_later, hit_later = _Sums(), _Sums()
+            for t, rank, samples, step_time in self._pending_batches():
+                hits = metrics.compile_hits(t, t - step_time, rank, compiles)
+                final = t <= self._newest - self.grace_s
+                for bucket, mask in ((self._clean, final & ~hits), (self._hit, final & hits)):
+                    bucket.add(rank[mask], samples[mask], step_time[mask])
+                if not final.all():
+                    later = ~final
+                    later_parts.append((t[later], rank[later], samples[later],
+                                        step_time[later]))
+                    for bucket, mask in ((clean_later, later & ~hits),
+                                         (hit_later, later & hits)):
+                        bucket.add(rank[mask], samples[mask], step_time[mask])
+            self._pending = later_parts
+            if later_parts:
+                clean, hit = self._clean.merged(clean_later), self._hit.merged(hit_later)
         # As metrics.steady_steps: compile-hit steps are left out unless nothing else is left.
         use = clean if len(clean.times) else hit
         if not len(use.times):
@@ -124,6 +129,21 @@ class SteadyTracker:
             step_time_p90=float(np.quantile(times, 0.9)),
             step_time_mean=float(times.mean(dtype=np.float64)),
             steps=len(times), ranks=len(use.seconds), warmup_steps=self.warmup_steps)
+
+
+    def _pending_batches(self) -> Iterator[tuple[np.ndarray, ...]]:
+        """The pending groups joined into batches of about `batch_rows` rows, each handed back
+        as it is used: a dashboard attaching to a long run takes in millions at once, and
+        joining them all would double them in memory."""
+        pending, self._pending = self._pending, []
+        while pending:
+            size, take = 0, 0
+            while take < len(pending) and (not take or size < self.batch_rows):
+                size += len(pending[take][0])
+                take += 1
+            batch, pending = pending[:take], pending[take:]
+            yield tuple(np.concatenate(c) for c in zip(*batch, strict=True))
+            del batch
 
 
 def _small_ints(values: np.ndarray) -> bool:

@@ -11,7 +11,15 @@ rate for `--measure` seconds while the dashboard's CPU time and RSS are measured
 
 Pass: following costs at most 5% of one core and RSS stays at most 200 MB after 1M events.
 RSS is also sampled while fast-forwarding: its peak is printed (the catch-up is not the steady
-state, so it is reported, not judged). The session is deleted at the end unless `--dir` is given.
+state, so it is reported, not judged).
+
+Then two late attaches (`--no-attach` skips them): a second dashboard opens on the session,
+now over a million events, while it goes on being written, as a user attaching to a day-old
+run. The first reads the JSON lines (and leaves the session's cache), the second reads the
+cache. Each reports how long until it shows the current step, its peak RSS while catching up
+(reported) and its RSS 10 s later (judged: at most 200 MB, as above).
+
+The session is deleted at the end unless `--dir` is given.
 The dashboard runs as `python -m neurotui.ui.app` at 160x48 with TERM=xterm-256color and no
 COLORTERM (as over SSH), so terminal output and rendering are part of the cost.
 """
@@ -183,6 +191,36 @@ def main_thread_seconds(proc: psutil.Process) -> float:
     return sum(t.user_time + t.system_time for t in proc.threads() if t.id == proc.pid)
 
 
+def late_attach(what: str, session: Path, gen: SessionGenerator, cols: int, rows: int,
+                args: argparse.Namespace) -> bool:
+    """A new dashboard on the session, the generator writing on at the real rate: seconds
+    until it shows the current step, peak RSS meanwhile, RSS 10 s after."""
+    term = Terminal(session, cols, rows, hide_pyarrow=args.hide_pyarrow,
+                    interval=args.interval)
+    dash = psutil.Process(term.proc.pid)
+    start, base_sim = time.time(), gen._sim
+    caught_up: float | None = None
+    peak = 0
+    settle_until = start + 120.0  # give up on catching up after two minutes
+    while time.time() < settle_until:
+        gen.advance(base_sim + time.time() - start)
+        with contextlib.suppress(psutil.Error):
+            peak = max(peak, dash.memory_info().rss)
+        shown = term.shown_steps()
+        if caught_up is None and shown is not None and gen.step - shown <= args.rate * 2:
+            caught_up = time.time() - start
+            settle_until = time.time() + 10.0
+        time.sleep(0.05)
+    rss_mb = dash.memory_info().rss / 2**20
+    term.quit()
+    ok = caught_up is not None and rss_mb <= RSS_LIMIT_MB
+    shown_at = f"{caught_up:.1f} s" if caught_up is not None else "never (2 min)"
+    print(f"{what}: current step shown after {shown_at}; RSS {peak / 2**20:.0f} MB peak "
+          f"catching up, {rss_mb:.0f} MB 10 s later (limit {RSS_LIMIT_MB:g} MB); session "
+          f"{gen.events:,} events", flush=True)
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ranks", type=int, default=32)
@@ -196,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, help="dashboard refresh (default: its own)")
     parser.add_argument("--hide-pyarrow", action="store_true",
                         help="run the dashboard as on the README's install (no pyarrow)")
+    parser.add_argument("--no-attach", action="store_true", help="skip the late attaches")
     args = parser.parse_args(argv)
     cols, rows = (int(x) for x in args.size.split("x"))
 
@@ -254,13 +293,18 @@ def main(argv: list[str] | None = None) -> int:
           f"window (limit {RSS_LIMIT_MB:g} MB)")
     print(f"terminal output: {(term.total_bytes - start_bytes) / window / 1024:.1f} KiB/s; header "
           f"shows step {shown} (generator at step {gen.step})")
+    following_ok = cpu_pct <= CPU_LIMIT_PCT and rss_mb <= RSS_LIMIT_MB and shown is not None \
+        and gen.step - shown <= args.rate * 10
+    late_ok = True
+    if not args.no_attach:
+        for what in ("late attach, JSON lines", "late attach, cache"):
+            late_ok &= late_attach(what, session, gen, cols, rows, args)
     code = term.quit()
     gen.close()
     if args.dir is None:  # a million events are a few hundred MB of /tmp
         shutil.rmtree(root, ignore_errors=True)
     print(f"dashboard exit code {code}")
-    ok = cpu_pct <= CPU_LIMIT_PCT and rss_mb <= RSS_LIMIT_MB and shown is not None \
-        and gen.step - shown <= args.rate * 10
+    ok = following_ok and late_ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -62,18 +62,21 @@ def test_matches_metrics(run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataF
 
 
 @settings(max_examples=60, deadline=None)
-@given(runs())
+@given(runs(), st.sampled_from([1, 3, 1_000_000]))
 def test_rows_handed_over_once_match_metrics(
-        run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame]) -> None:
+        run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame], batch_rows: int) -> None:
     """As a live reader hands them over (take_steps): each stage's new rows only, in time
-    order, some earlier than rows of other ranks already taken."""
+    order, some earlier than rows of other ranks already taken; the steady figures asked for
+    after each stage, as the dashboard does, and worked out in batches of any size."""
     df, stages, compiles = run
     state = StepState(started_at=100.0, recent=10_000)
+    state.tracker.batch_rows = batch_rows
     position = df.groupby("rank").cumcount()
     before = dict.fromkeys(stages[-1], 0)
     for stage in stages:
         new = df[(position >= df["rank"].map(before)) & (position < df["rank"].map(stage))]
         state.add(new.reset_index(drop=True))
+        state.tracker.result(compiles)
         before = stage
     assert state.late_rows == 0 and state.rows == len(df)
     _assert_matches(state, df, compiles)
