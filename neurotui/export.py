@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from neurotui.session.paths import SessionNotFound, find_session
-from neurotui.session.reader import TELEMETRY_KINDS, SessionFormatError, SessionReader
+from neurotui.session.reader import BOUNDED_KINDS, SessionFormatError, SessionReader
 
 WHATS = ("steps", "telemetry", "events")
 FORMATS = ("csv", "parquet")
@@ -102,10 +102,10 @@ def _procs_figures(procs: list[Any]) -> dict[str, Any]:
 
 
 def events_table(reader: SessionReader) -> pd.DataFrame:
-    """The events that are neither steps nor telemetry, in time order."""
+    """The events that are neither steps nor telemetry (nor log offsets), in time order."""
     rows = []
     for kind, records in reader.events.items():
-        if kind in TELEMETRY_KINDS:
+        if kind in BOUNDED_KINDS:
             continue
         rows.extend({k: _scalar(v) for k, v in record.items()} for record in records)
     if not rows:

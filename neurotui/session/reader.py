@@ -36,11 +36,14 @@ from neurotui.session.writer import FORMAT_VERSION
 KNOWN_KINDS = frozenset({
     "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
     "host", "procs", "neuron", "gpu", "neuron_devices", "source_status", "warning",
-    "instance",
+    "instance", "log_offsets",
 })
 STEP_COLUMNS = ("t", "rank", "step", "samples", "loss", "dt", "src", "attempt")
 # High-rate telemetry kept live: the dashboard shows the recent past; replay reads the files.
 TELEMETRY_KINDS = frozenset({"host", "procs", "neuron", "gpu"})
+LOG_OFFSETS = "log_offsets"
+BOUNDED_KINDS = TELEMETRY_KINDS | {LOG_OFFSETS}
+"""Kinds written every second or so, all of them kept only the last `telemetry_history`."""
 DEFAULT_TELEMETRY_HISTORY = 3600
 _SOURCES = ("probe", "log")
 _MAX_BAD_LOCATIONS = 5
@@ -226,8 +229,9 @@ class TakenSteps:
 class SessionReader:
     """Incremental reader: call `poll()` to take in what was appended since the last call.
 
-    Steps are kept whole (they are the run's record); high-rate telemetry kinds keep the last
-    `telemetry_history` events each (None: all), so following a long run stays bounded.
+    Steps are kept whole (they are the run's record); high-rate kinds (telemetry, log offsets)
+    keep the last `telemetry_history` events each (None: all), so following a long run stays
+    bounded.
     `use_cache=False` ignores and never writes the session's cache (see module docstring).
     """
 
@@ -373,7 +377,7 @@ class SessionReader:
                 rows = np.flatnonzero(codes == code)
                 if not len(rows):
                     continue
-                limited = kind in TELEMETRY_KINDS and self.telemetry_history is not None
+                limited = kind in BOUNDED_KINDS and self.telemetry_history is not None
                 if limited:
                     keep = max(0, int(self.telemetry_history or 0))
                     rows = rows[len(rows) - keep:] if keep else rows[:0]
@@ -452,7 +456,7 @@ class SessionReader:
             return self._take_step(record, tail)
         bucket = self.events.get(kind)
         if bucket is None:
-            limited = kind in TELEMETRY_KINDS and self.telemetry_history is not None
+            limited = kind in BOUNDED_KINDS and self.telemetry_history is not None
             bucket = self.events[kind] = deque(maxlen=self.telemetry_history) if limited else []
         bucket.append(record)
         if self.use_cache:

@@ -26,7 +26,8 @@ import pandas as pd
 
 from neurotui.metrics import finite_or_none
 from neurotui.session.reader import (
-    TELEMETRY_KINDS,
+    BOUNDED_KINDS,
+    LOG_OFFSETS,
     ReadProblems,
     SessionReader,
     TakenSteps,
@@ -101,13 +102,15 @@ class Timeline:
         self.events: dict[str, list[dict[str, Any]]] = {}
         self._event_t: dict[str, list[float]] = {}
         for kind, bucket in self.reader.events.items():
-            if kind in TELEMETRY_KINDS:
+            if kind in BOUNDED_KINDS:
                 continue
             ordered = sorted(bucket, key=lambda e: float(e["t"]))
             self.events[kind] = ordered
             self._event_t[kind] = [float(e["t"]) for e in ordered]
         self.samples = {kind: _Samples(*self.reader.event_locations(kind))
-                        for kind in sorted(TELEMETRY_KINDS)}
+                        for kind in sorted(BOUNDED_KINDS)}
+        # Recorded since the supervisor marked how far the logs were written (log_offsets).
+        self.has_log_offsets = len(self.samples[LOG_OFFSETS]) > 0
         self.start, self.end = self._bounds()
 
     def _bounds(self) -> tuple[float, float]:

@@ -163,7 +163,7 @@ class Supervisor:
                 if key.fileobj is self.server:
                     restart_asked |= self._serve_one()
         self._sweep()
-        self.follower.poll(time.time())
+        self.follower.poll(time.time(), final=True)
         code = returncode if returncode >= 0 else None
         sig_name = signal.Signals(-returncode).name if returncode < 0 else None
         self.writer.write("proc_exit", attempt=self.attempt, pid=self.job.pid, code=code,

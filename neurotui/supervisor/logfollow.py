@@ -13,6 +13,9 @@ from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, stri
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
 _TAIL_LINES = 20
+LOG_MARK_S = 2.0
+"""At most this often, how far each log had been written is recorded (`log_offsets`): what a
+replay shows of the logs at its cursor. Log lines carry no time of their own."""
 
 
 @dataclass
@@ -35,14 +38,28 @@ class LogFollower:
     _step_counters: dict[int, int] = field(default_factory=dict)
     _samples_totals: dict[int, float] = field(default_factory=dict)
     _probed_ranks: set[int] = field(default_factory=set)
+    _marked: dict[str, int] = field(default_factory=dict)
+    _marked_at: float = -float("inf")
 
-    def poll(self, now: float) -> None:
+    def poll(self, now: float, final: bool = False) -> None:
+        """Read what the logs gained; `final` (the job has exited) records where they end."""
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
         self._probed_ranks.update(layout.probe_files(self.session_dir))
         self._discover()
         for followed in self._files.values():
             self._read(followed, now)
+        if final or now - self._marked_at >= LOG_MARK_S:
+            self._mark(now)
+
+    def _mark(self, now: float) -> None:
+        """Record the end of each log's complete lines, if any log grew since the last mark."""
+        offsets = {followed.path.relative_to(self.session_dir).as_posix():
+                   followed.offset - len(followed.pending) for followed in self._files.values()}
+        if offsets != self._marked:
+            self.writer.write("log_offsets", t=now, files=offsets)
+            self._marked = offsets
+        self._marked_at = now
 
     def _discover(self) -> None:
         launcher = self.session_dir / layout.LAUNCHER_LOG

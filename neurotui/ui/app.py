@@ -16,7 +16,7 @@ import argparse
 import locale
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from textual import work
@@ -141,7 +141,7 @@ class DashboardApp(App[int]):
         state = self.model.refresh()
         self.post_message(StateUpdated(state))
         self._trimmer.maybe_trim(now=self.model.fetched_table)
-        lines, reset = self.follower.poll(wanted, state.now)
+        lines, reset = self.follower.poll(wanted, state.now, self.log_limits())
         if lines or reset:
             choice = self.follower.choice or LogChoice()
             path = self.follower.path
@@ -151,6 +151,10 @@ class DashboardApp(App[int]):
             if path is not None and not path.exists():
                 shown = None
             self.post_message(LogLines(choice, lines, reset, shown))
+
+    def log_limits(self) -> Mapping[str, int] | None:
+        """How far each log may be read (a replay's cursor); None: to the end."""
+        return None
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "poll" or event.state not in (

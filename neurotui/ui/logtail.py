@@ -3,11 +3,15 @@
 Bounded: on opening, only the last `backlog_bytes` are read; a line without a newline is held
 until it completes, but never beyond `max_line_bytes` (a progress bar that never prints a
 newline must not grow memory). Decoding errors are replaced, not fatal: logs are data.
+
+A replay reads each file only up to where it had been written at the replay's cursor (the
+session's `log_offsets` records): `limits`, by path relative to the session.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +51,21 @@ class LogTail:
         self._offset: int | None = None
         self._pending = b""
 
-    def read(self) -> list[str]:
-        """New complete lines since the last call (the backlog's tail on the first call)."""
+    @property
+    def offset(self) -> int | None:
+        """Bytes read so far (None: nothing yet)."""
+        return self._offset
+
+    def read(self, limit: int | None = None) -> list[str]:
+        """New complete lines since the last call (the backlog's tail on the first call),
+        reading no further than byte `limit` when given."""
         if self.path is None:
             return []
         try:
             with open(self.path, "rb") as f:
                 end = f.seek(0, 2)
+                if limit is not None:
+                    end = min(end, limit)
                 if self._offset is None or end < self._offset:  # first read, or truncated
                     start = max(0, end - self.backlog_bytes)
                     self._pending = b""
@@ -100,8 +112,10 @@ class LogFollower:
         self._files: dict[int, list[Path]] = {}
         self._scanned_at = -float("inf")
 
-    def poll(self, wanted: LogChoice | None, now: float) -> tuple[list[str], bool]:
-        """New lines, and whether they replace what was shown (another file)."""
+    def poll(self, wanted: LogChoice | None, now: float,
+             limits: Mapping[str, int] | None = None) -> tuple[list[str], bool]:
+        """New lines, and whether they replace what was shown (another file, or a replay
+        gone back in time). `limits`: how far each file may be read (see the docstring)."""
         if now - self._scanned_at >= self.rescan_s or now < self._scanned_at or (
                 wanted is not None and wanted.rank not in self._files
                 and wanted.rank != LAUNCHER):
@@ -109,11 +123,24 @@ class LogFollower:
                 self._files = layout.rank_log_files(self.session_dir)
             self.ranks = tuple(sorted(self._files))
             self._scanned_at = now
-        choice = wanted or (LogChoice(min(self._files)) if self._files else LogChoice())
-        path = resolve(self.session_dir, choice, self._files)
-        reset = choice != self.choice or path != self.path or self._tail is None
+        files = self._files
+        if limits is not None:  # a replay: only the files written to by its cursor
+            files = {rank: written for rank, paths in files.items()
+                     if (written := [p for p in paths if self._limit(p, limits)])}
+        choice = wanted or (LogChoice(min(files)) if files else LogChoice())
+        path = resolve(self.session_dir, choice, files)
+        limit = None if limits is None or path is None else self._limit(path, limits)
+        reset = choice != self.choice or path != self.path or self._tail is None or (
+            limit is not None and limit < (self._tail.offset or 0))
         if reset:
             self.choice, self.path = choice, path
             self._tail = LogTail(path)
         assert self._tail is not None
-        return self._tail.read(), reset
+        return self._tail.read(limit), reset
+
+    def _limit(self, path: Path, limits: Mapping[str, int]) -> int | None:
+        """How far `path` had been written (0: not yet); None for a file outside the session."""
+        try:
+            return limits.get(path.relative_to(self.session_dir).as_posix(), 0)
+        except ValueError:
+            return None

@@ -8,7 +8,7 @@ in the poll worker, so the window opens at once and says "loading" meanwhile.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from neurotui.session.reader import LOG_OFFSETS
 from neurotui.session.replay import Timeline, TimelineView, parse_position
 from neurotui.session.status import SessionStatus
 from neurotui.ui import fmt
@@ -28,9 +29,11 @@ from neurotui.ui.app import DEFAULT_INTERVAL_S, DashboardApp, env_interval
 from neurotui.ui.charts import bar
 from neurotui.ui.clock import ReplayClock
 from neurotui.ui.logtail import LogChoice
+from neurotui.ui.messages import LogLines
 from neurotui.ui.model import DashboardModel
 from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HELP, REPLAY_HELP, HelpScreen
+from neurotui.ui.widgets.logs import LogPanel
 from neurotui.ui.widgets.styles import LABEL, MUTED, VALUE
 
 PLAYING_FRAME_S = 0.5
@@ -221,6 +224,22 @@ class ReplayApp(DashboardApp):
         if text.strip().lower() == "end":
             return self.timeline.end
         return parse_position(text, self.timeline.time_of_step, self.timeline.start)
+
+    def log_limits(self) -> Mapping[str, int] | None:
+        """Each log as far as it had been written at the cursor: the supervisor records that
+        every few seconds (`log_offsets`). Older recordings lack it: their logs show whole."""
+        timeline, view = self.timeline, self.view
+        if timeline is None or view is None or not timeline.has_log_offsets:
+            return None
+        last = view.last(LOG_OFFSETS)
+        files = last.get("files") if last else None
+        return {str(k): int(v) for k, v in files.items() if isinstance(v, int)} \
+            if isinstance(files, dict) else {}
+
+    def on_log_lines(self, message: LogLines) -> None:
+        if self.timeline is not None and not self.timeline.has_log_offsets:
+            self.dashboard.query_one(LogPanel).label = "Log (whole run)"
+        super().on_log_lines(message)
 
     def position(self) -> ReplayPosition | None:
         clock = self.replay_clock

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from neurotui import metrics
+from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from tests.e2e.conftest import meta, only_session, run_cli, torchrun_vit
 
@@ -43,6 +44,13 @@ def test_headless_cpu_run_records_both_ranks(sessions) -> None:
     assert {"launcher", "rank"} <= roles
     assert reader.events["host"][0]["mem_total"] > 0
     assert reader.problems.summary() is None
+    # The last log mark (the job's exit forces one) is where each log ends: a replay's end
+    # shows the logs whole.
+    marks = reader.events["log_offsets"]
+    logs = [p for paths in layout.rank_log_files(session).values() for p in paths]
+    assert logs and {rel: size for rel, size in marks[-1]["files"].items()
+                     if rel != layout.LAUNCHER_LOG} == {
+        p.relative_to(session).as_posix(): p.stat().st_size for p in logs}
 
 
 def test_unmodified_script_steps_come_from_its_log_lines(sessions) -> None:

@@ -14,8 +14,9 @@ from textual.widgets import Input
 from neurotui.session import layout
 from neurotui.ui.replay import GoTo, ReplayApp
 from neurotui.ui.screens.help import HelpScreen
+from neurotui.ui.widgets.logs import LogPanel
 from tests.ui.conftest import screen_text, settle
-from tests.ui.sessions import T0, cpu_only_session, reference_session
+from tests.ui.sessions import T0, Recorder, cpu_only_session, reference_session
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -230,3 +231,54 @@ async def test_over_the_compare_screen_space_picks_a_session(ended: Path) -> Non
         await frame(pilot)
         assert set(screen.picked()) == {ended, other}
         assert app.replay_clock is not None and not app.replay_clock.playing
+
+
+def timed_log_session(root: Path) -> Path:
+    """One rank, a step and a log line a second for 40 s; the supervisor's `log_offsets` mark
+    every 2 s how far the log had been written (as logfollow.py writes them)."""
+    rec = Recorder(root, "20260101-150000-timed-logs", config={"step_target": 40})
+    log = rec.dir / layout.TORCHRUN_LOG_DIR / "run_0" / "attempt_0" / "0" / "stdout.log"
+    rel = log.relative_to(rec.dir).as_posix()
+    log.parent.mkdir(parents=True)
+    written = 0
+    for n in range(1, 41):
+        rec.step(T0 + n, 0, n, 1.0, loss=1.0)
+        line = f"training line {n}\n".encode()
+        with open(log, "ab") as f:
+            f.write(line)
+        written += len(line)
+        if n % 2 == 0:
+            rec.event(T0 + n + 0.5, "log_offsets", files={rel: written})
+    return rec.close()
+
+
+def log_lines(app: ReplayApp) -> list[str]:
+    return [strip.text.rstrip() for strip in app.query_one(LogPanel).lines]
+
+
+async def test_the_log_stands_as_it_was_written_at_the_cursor(tmp_path: Path) -> None:
+    app = replay(timed_log_session(tmp_path))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await frame(pilot)
+        assert log_lines(app) == []  # nothing written yet at the start
+        for where, last in (("0:13", 12), ("0:30", 28), ("end", 40), ("0:05", 4)):
+            if where == "end":
+                await pilot.press("end")
+            else:
+                await pilot.press("g")
+                await pilot.pause()
+                await pilot.press(*where, "enter")
+            text = await frame(pilot)
+            assert log_lines(app)[-1] == f"training line {last}", where
+            assert f"training line {last + 1}" not in text, where
+        assert log_lines(app)[0] == "training line 1"  # gone back: read afresh, not appended
+        assert len(log_lines(app)) == 4
+        assert "Log: rank 0 stdout" in text and "Log (whole run)" not in text
+
+
+async def test_an_older_recording_shows_its_logs_whole_and_says_so(ended: Path) -> None:
+    app = replay(ended)  # recorded without log_offsets
+    async with app.run_test(size=(160, 48)) as pilot:
+        text = await frame(pilot)
+        assert "Log (whole run): rank 0 stdout" in text
+        assert "not markup" in "\n".join(log_lines(app))  # the last line, at the start

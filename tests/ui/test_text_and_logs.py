@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from textual.app import App, ComposeResult
@@ -68,10 +69,32 @@ def test_follower_picks_rank_zero_then_follows_a_restart(tmp_path: Path) -> None
     newer = rec.dir / layout.TORCHRUN_LOG_DIR / "run_1" / "attempt_0" / "0" / "stdout.log"
     newer.parent.mkdir(parents=True)
     newer.write_text("restarted\n")
-    import os
     os.utime(newer.parent.parent.parent, (10**10, 10**10))  # the newer torchrun run
     lines, reset = follower.poll(None, 3.0)
     assert reset and lines == ["restarted"] and follower.path == newer
+    rec.close()
+
+
+def test_follower_under_limits_reads_each_file_as_far_as_it_was_written(
+        tmp_path: Path) -> None:
+    """A replay's cursor: the newest attempt written to by then, up to its limit; a limit
+    below what was read (the cursor went back) reads afresh."""
+    rec = Recorder(tmp_path, "20260101-190000-limits")
+    rec.rank_log(0, ["first", "second", "third"])
+    older = "logs/torchrun/run_0/attempt_0/0/stdout.log"
+    newer = rec.dir / layout.TORCHRUN_LOG_DIR / "run_1" / "attempt_0" / "0" / "stdout.log"
+    newer.parent.mkdir(parents=True)
+    newer.write_text("after the restart\n")
+    os.utime(newer.parent.parent.parent, (10**10, 10**10))  # the newer torchrun run
+    follower = LogFollower(rec.dir, rescan_s=0)
+    assert follower.poll(None, 0.0, {older: 0}) == ([], True)  # nothing written yet
+    assert follower.choice == LogChoice(LAUNCHER)
+    lines, reset = follower.poll(None, 1.0, {older: 13})  # "first\nsecond\n"
+    assert (lines, reset, follower.choice) == (["first", "second"], True, LogChoice(0))
+    assert follower.poll(None, 2.0, {older: 19}) == (["third"], False)
+    assert follower.poll(None, 3.0, {older: 6}) == (["first"], True)
+    lines, reset = follower.poll(None, 4.0, {older: 19, newer.relative_to(rec.dir).as_posix(): 18})
+    assert (lines, reset, follower.path) == (["after the restart"], True, newer)
     rec.close()
 
 

@@ -55,3 +55,26 @@ def test_compile_lines_and_rank_prefixes(tmp_path: Path) -> None:
     assert set(compiles["rank"]) == {1}
     steps = reader.steps()
     assert sorted(steps["rank"]) == [0, 1] and set(steps["src"]) == {"log"}
+
+
+def test_log_offsets_mark_complete_lines_every_few_seconds_and_at_the_end(
+        tmp_path: Path) -> None:
+    session = tmp_path / "s"
+    (session / "logs").mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    writer = EventWriter(session / layout.EVENTS)
+    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True)
+    log = session / layout.LAUNCHER_LOG
+    for t, text in ((1000.0, b"one\ntw"), (1000.5, b"o\n"), (1001.0, b"three\n"),
+                    (1002.0, b"four\nfi"), (1003.0, b""), (1004.5, b""), (1005.0, b"ve\n")):
+        with open(log, "ab") as f:
+            f.write(text)
+        follower.poll(t)
+    follower.poll(1005.2, final=True)
+    writer.close()
+    marks = [(e["t"], e["files"]) for e in SessionReader(session, telemetry_history=None)
+             .load().events["log_offsets"]]
+    name = layout.LAUNCHER_LOG
+    # The partial "tw" and "fi" are not counted; at most one mark per 2 s; none when
+    # nothing grew (1004.5); the job's exit marks the end at once.
+    assert marks == [(1000.0, {name: 4}), (1002.0, {name: 19}), (1005.2, {name: 24})]

@@ -40,8 +40,7 @@ class DashboardScreen(Screen[None]):
             yield HostPanel(id="host")
             yield ProcessesPanel(id="processes")
         yield AlertsPanel(id="alerts")
-        # Log lines carry no time of their own: a replay's log panel cannot follow the cursor.
-        yield LogPanel("Log (whole run)" if self.replay else "Log")
+        yield LogPanel()
         if self.bar is not None:
             yield self.bar
         yield Footer()
