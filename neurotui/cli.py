@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from neurotui import __version__, compare, export
+from neurotui.metrics import finite_or_none
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
@@ -30,7 +31,7 @@ from neurotui.session.reader import SessionFormatError, SessionReader, load_meta
 from neurotui.session.status import session_status, supervisor_alive
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
-from neurotui.ui import on_a_terminal
+from neurotui.ui import fmt, on_a_terminal
 
 _VERSIONED = {"torch": "torch", "torch_xla": "torch-xla", "torch_neuronx": "torch-neuronx",
               "neuronx_cc": "neuronx-cc", "timm": "timm"}
@@ -309,10 +310,11 @@ def cmd_ls(root: Path) -> int:
         except SessionFormatError as exc:
             print(f"{path.name:44} {'unreadable':13} {'':>9}  {exc}")
             continue
-        start = float(meta.get("started_at") or 0)
-        end = meta.get("ended_at") or (time.time() if status.running else start)
+        start = finite_or_none(meta.get("started_at"))
+        end = finite_or_none(meta.get("ended_at")) or (time.time() if status.running else None)
+        took = fmt.short_duration(end - start if start is not None and end is not None else None)
         cmd = " ".join(meta.get("user_command") or meta.get("command") or [])
-        print(f"{path.name:44} {status.state:13} {_duration(end - start):>9}  {cmd[:80]}")
+        print(f"{path.name:44} {status.state:13} {took:>9}  {cmd[:80]}")
     return 0
 
 
@@ -390,12 +392,6 @@ def _user() -> str | None:
     except (KeyError, OSError):
         return None
 
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from neurotui import metrics
 from neurotui.session.reader import SessionReader
+from neurotui.ui import fmt
 
 
 def progress_line(reader: SessionReader, now: float) -> str:
@@ -18,7 +19,7 @@ def progress_line(reader: SessionReader, now: float) -> str:
     end = meta.get("ended_at") or now
     steps = reader.steps()
     phase = metrics.phase(meta, steps, reader.frame("compile"), now)
-    parts = [f"[{_clock(end - started)}]", phase]
+    parts = [f"[{fmt.duration(end - started)}]", phase]
     if len(steps):
         ranks = steps["rank"].nunique()
         parts.append(f"step {metrics.latest_step(steps)}")
@@ -70,7 +71,3 @@ def follow(reader: SessionReader, *, interval_s: float = 5.0, out: TextIO = sys.
             return ended
         time.sleep(min(1.0, interval_s))
 
-
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
