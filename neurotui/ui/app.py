@@ -72,6 +72,9 @@ class DashboardApp(App[int]):
         Binding("escape", "unzoom", "Unzoom", show=False),
     ]
     ascii_mode: reactive[bool] = reactive(False)
+    dashboard_actions = frozenset({"stop_training", "compare", "rank", "toggle_stream", "zoom",
+                                   "unzoom"})
+    """Keys that act on the dashboard: they rest while another screen is over it."""
 
     def __init__(self, session_dir: Path, *, clock: Clock | None = None,
                  model: DashboardModel | None = None, interval_s: float = DEFAULT_INTERVAL_S,
@@ -123,6 +126,14 @@ class DashboardApp(App[int]):
             return
         screen.set_class(value, "-ascii")
         screen.redraw()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.dashboard_actions and self._dashboard is not None \
+                and self.screen is not self._dashboard:
+            # Over the compare screen, help or a prompt, `S` or `]` would act on a view out
+            # of sight (and space or `g` are the other screen's own keys).
+            return False
+        return super().check_action(action, parameters)
 
     # -- polling -------------------------------------------------------------------------
     def _poll(self) -> None:

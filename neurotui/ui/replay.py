@@ -138,9 +138,6 @@ class GoTo(ModalScreen[float | None]):
         self.dismiss(None)
 
 
-_PLAYER_ACTIONS = frozenset({"play", "speed", "seek", "seek_start", "seek_end", "go_to"})
-
-
 class ReplayApp(DashboardApp):
     BINDINGS = [
         Binding("space", "play", "Play/pause", priority=True),
@@ -154,6 +151,8 @@ class ReplayApp(DashboardApp):
         Binding("end", "seek_end", "End", show=False, priority=True),
         Binding("g", "go_to", "Go to"),
     ]
+    dashboard_actions = DashboardApp.dashboard_actions | {
+        "play", "speed", "seek", "seek_start", "seek_end", "go_to"}
 
     def __init__(self, session_dir: Path, *, speed: float = 10.0, at: str | None = None,
                  paused: bool = False, interval_s: float = DEFAULT_INTERVAL_S,
@@ -172,10 +171,6 @@ class ReplayApp(DashboardApp):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop_training":
             return False  # a recording has nothing to stop: hidden from the footer
-        if action in _PLAYER_ACTIONS and self._dashboard is not None \
-                and self.screen is not self._dashboard:
-            # Over another screen (go to, compare) the keys are theirs: space picks or types.
-            return False
         return super().check_action(action, parameters)
 
     # -- frames (in the poll worker) --------------------------------------------------------

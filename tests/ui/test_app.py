@@ -291,6 +291,12 @@ async def test_compare_key_opens_the_compare_screen_on_this_run(tmp_path: Path) 
         assert isinstance(screen, CompareScreen)
         assert screen.picked() == [ref]  # this run, with the others of its folder to pick
         assert other.name in screen_text(app)
+        # The dashboard's own keys rest over it: nothing to stop or switch out of sight.
+        await pilot.press("S", "right_square_bracket", "c")
+        await settle(pilot)
+        assert app.screen is screen and app.log_choice is None
+        assert "Stop training" not in screen_text(app)
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.dashboard
+        assert "Stop training" in screen_text(app)
