@@ -100,10 +100,10 @@ async def test_table_shows_what_compare_rows_computes(root: Path) -> None:
             for column in COLUMNS:
                 assert shown[column.key] == format_value(row[column.key], column.kind)
         # The recorded figures themselves (2 ranks, 16 samples each, --workers 1).
-        assert cells[GLOO]["samples_per_s"] == "1,294.3"
-        assert cells[XLA]["samples_per_s"] == "538.8"
-        assert cells[GLOO]["step_time_median_s"] == "24.5 ms"
-        assert cells[XLA]["time_to_first_step_s"] == "19.3 s"
+        assert cells[GLOO]["samples_per_s"] == "2,573.2"
+        assert cells[XLA]["samples_per_s"] == "990.7"
+        assert cells[GLOO]["step_time_median_s"] == "11.8 ms"
+        assert cells[XLA]["time_to_first_step_s"] == "10.1 s"
         assert cells[GLOO]["global_batch"] == cells[XLA]["global_batch"] == "32"
         assert cells[GLOO]["workers"] == "1"
         # No price recorded: n/a, never 0, and the notes say why.

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.session.replay import Timeline
+from neurotui.ui import fmt
 from tests.ui.sessions import reference_session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,7 +140,10 @@ def test_replay_plays_to_the_end_in_a_real_terminal(tmp_path: Path, tmux: Tmux) 
                f"--sessions-dir {sessions} replay sample-cpu --speed max --ascii; "
                "echo exit=$?", cols=100, rows=30)
     screen = tmux.wait(lambda s: "FINISHED" in s and "step 600/600" in s, 90, "the end")
-    assert "|| max  00:00:25 / 00:00:25  step 600  ###" in screen  # paused at the end, ASCII
+    timeline = Timeline(REPO / "sessions" / "sample-cpu-gloo")
+    span = fmt.duration(timeline.end - timeline.start)
+    timeline.close()
+    assert f"|| max  {span} / {span}  step 600  ###" in screen  # paused at the end, ASCII
     tmux.keys("g")
     tmux.wait(lambda s: "Go to a time" in s, 30, "the go-to prompt")
     tmux.keys("step 300", "Enter")
@@ -155,7 +160,7 @@ def test_compare_screen_in_a_real_terminal(tmp_path: Path, tmux: Tmux) -> None:
     tmux.start(f"cd {shlex.quote(str(tmp_path))} && {shlex.quote(sys.executable)} -m neurotui "
                f"--sessions-dir {sessions} compare --tui sample-cpu sample-xla; echo exit=$?",
                cols=160, rows=40)
-    screen = tmux.wait(lambda s: "1,294.3" in s and "538.8" in s, 60, "both samples' rows")
+    screen = tmux.wait(lambda s: "2,573.2" in s and "990.7" in s, 60, "both samples' rows")
     assert "sample-cpu-gloo" in screen and "sample-xla-cpu" in screen
     tmux.keys("q")
     screen = tmux.wait(lambda s: "exit=" in s, 30, "[exited]")
