@@ -34,6 +34,18 @@ async def settle(pilot: Pilot[object]) -> None:
         await pilot.pause()
 
 
+async def until_drawn(pilot: Pilot[object], tries: int = 40) -> None:
+    """Until two frames 50 ms apart are the same: a DataTable sizes its columns on a later
+    refresh than the one showing the rows it was given (seen on a loaded machine)."""
+    shown = screen_text(pilot.app)
+    for _ in range(tries):
+        await pilot.pause(0.05)
+        now = screen_text(pilot.app)
+        if now == shown:
+            return
+        shown = now
+
+
 def screen_text(app: App[object]) -> str:
     """What the terminal shows, as plain text (the compositor's rendered lines)."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())

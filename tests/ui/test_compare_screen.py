@@ -24,8 +24,8 @@ import neurotui.ui.screens.compare as compare_screen
 from neurotui.compare import COLUMNS, compare_rows, format_value
 from neurotui.ui import charts
 from neurotui.ui.compare_app import CompareApp
-from neurotui.ui.screens.compare import CompareScreen
-from tests.ui.conftest import screen_text
+from neurotui.ui.screens.compare import MARK_COLUMN, CompareScreen
+from tests.ui.conftest import screen_text, until_drawn
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sessions"
 GLOO, XLA = "sample-cpu-gloo", "sample-xla-cpu"
@@ -81,8 +81,8 @@ def table_cells(app: App[object]) -> dict[str, dict[str, str]]:
 
 def baseline_of(app: App[object]) -> list[str]:
     table = app.screen.query_one("#compare-table", DataTable)
-    return [str(table.get_row(key)[0]) for key, row in table.rows.items()
-            if row.label is not None and str(row.label) == "base"]
+    return [str(table.get_cell(key, "session")) for key in table.rows
+            if str(table.get_cell(key, MARK_COLUMN)) == "base"]
 
 
 def notes(app: App[object]) -> str:
@@ -262,7 +262,7 @@ class TestSnapshot:
         async def settled(pilot: Pilot[object]) -> None:
             await settle(pilot)
             pilot.app.screen.set_focus(None)
-            await pilot.pause()
+            await until_drawn(pilot)
 
         assert snap_compare(app, terminal_size=(100, 30), run_before=settled)
 

@@ -45,6 +45,7 @@ from neurotui.ui.widgets.compare_chart import CompareChart, curves_from_overlay
 from neurotui.ui.widgets.styles import ERROR, LABEL, MUTED, WARN
 
 BASELINE_LABEL = "base"
+MARK_COLUMN = "baseline_mark"
 _SMALL_BUCKETS_S = (0.5, 1.0, 2.0, 5.0)
 # Short runs (the samples last a minute) need buckets under compare's 10 s minimum to show
 # more than a handful of points.
@@ -139,10 +140,7 @@ class CompareScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#compare-table", DataTable)
-        for column in COLUMNS:
-            table.add_column(column.header, key=column.key)
-        table.fixed_columns = 1  # the session's name stays in view when scrolling sideways
+        self._set_columns(self.query_one("#compare-table", DataTable), [])
         self._list_sessions()
         self._ascii_changed()
         if hasattr(self.app, "ascii_mode"):
@@ -262,13 +260,28 @@ class CompareScreen(Screen[None]):
         keep = None
         if table.row_count and table.is_valid_row_index(table.cursor_row):
             keep = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        table.clear()
-        for row in rows:
-            label = Text(BASELINE_LABEL, style="bold") if row["baseline"] else Text("")
-            table.add_row(*row_cells(row), key=row["path"], label=label)
-        table.show_row_labels = bool(rows)
+        cells = [[Text(BASELINE_LABEL if row["baseline"] else "", style="bold"),
+                  *row_cells(row)] for row in rows]
+        self._set_columns(table, cells)
+        for row, shown in zip(rows, cells, strict=True):
+            table.add_row(*shown, key=row["path"])
         if keep is not None and keep in {row["path"] for row in rows}:
             table.move_cursor(row=table.get_row_index(keep))
+
+    @staticmethod
+    def _set_columns(table: DataTable[Text], cells: list[list[Text]]) -> None:
+        """Empty the table and size its columns to the header and `cells` (a mark column for
+        the baseline, then COLUMNS). Sized here, not by the table: a DataTable measures its
+        columns when idle, and a frame drawn before that stays cached at the old widths
+        (Textual #3533), which a loaded machine showed as a row cut short."""
+        headers = [Text(""), *(Text(c.header) for c in COLUMNS)]
+        widths = [max([h.cell_len, *(row[i].cell_len for row in cells)])
+                  for i, h in enumerate(headers)]
+        table.clear(columns=True)
+        table.add_column(headers[0], key=MARK_COLUMN, width=widths[0])
+        for column, header, width in zip(COLUMNS, headers[1:], widths[1:], strict=True):
+            table.add_column(header, key=column.key, width=width)
+        table.fixed_columns = 2  # the mark and the session's name stay when scrolling sideways
 
     def _show_notes(self) -> None:
         lines: list[Content] = []
