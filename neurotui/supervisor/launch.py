@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from neurotui.session import layout
@@ -13,6 +15,11 @@ _TORCHRUN_NAMES = {"torchrun"}
 _TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
 # Flags that mean the user already chose where torchrun's per-rank output goes.
 _USER_LOG_FLAGS = ("--log-dir", "--log_dir", "--redirects", "-r", "--tee", "-t")
+# Flags (and torchrun's PET_* variables) that mean the user chose the rendezvous themselves.
+_USER_RENDEZVOUS_FLAGS = ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint",
+                          "--rdzv-backend", "--rdzv_backend", "--standalone", "--nnodes")
+_USER_RENDEZVOUS_ENV = ("PET_MASTER_PORT", "PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND",
+                        "PET_STANDALONE", "PET_NNODES")
 
 
 def torchrun_position(argv: list[str]) -> int | None:
@@ -27,19 +34,36 @@ def torchrun_position(argv: list[str]) -> int | None:
     return None
 
 
-def job_argv(user_argv: list[str], session_dir: Path, *, shell: bool = False) -> list[str]:
-    """The argv to launch: per-rank log capture added to torchrun; a shell only when asked."""
+def job_argv(user_argv: list[str], session_dir: Path, *, shell: bool = False,
+             free_port: Callable[[], int] | None = None) -> list[str]:
+    """The argv to launch: per-rank log capture and a free rendezvous port added to torchrun
+    (unless the user chose them); a shell only when asked."""
     if shell:
         return [os.environ.get("SHELL", "/bin/sh"), "-c", shlex.join(user_argv)
                 if len(user_argv) > 1 else user_argv[0]]
     argv = list(user_argv)
     at = torchrun_position(argv)
-    if at is None or any(a.split("=", 1)[0] in _USER_LOG_FLAGS for a in argv[at:]):
+    if at is None:
         return argv
-    # torchrun writes each rank's stdout/stderr to its own files (no interleaving) and, with
-    # --tee, also to its console, which the supervisor saves as launcher.log.
-    log_dir = session_dir / layout.TORCHRUN_LOG_DIR
-    return [*argv[:at], "--log-dir", str(log_dir), "--redirects", "3", "--tee", "3", *argv[at:]]
+    flags = {a.split("=", 1)[0] for a in argv[at:]}
+    added: list[str] = []
+    if not flags & set(_USER_LOG_FLAGS):
+        # torchrun writes each rank's stdout/stderr to its own files (no interleaving) and,
+        # with --tee, also to its console, which the supervisor saves as launcher.log.
+        log_dir = session_dir / layout.TORCHRUN_LOG_DIR
+        added += ["--log-dir", str(log_dir), "--redirects", "3", "--tee", "3"]
+    if not flags & set(_USER_RENDEZVOUS_FLAGS) and \
+            not any(name in os.environ for name in _USER_RENDEZVOUS_ENV):
+        # torchrun's default port is 29500 for every job: a second run on the same machine
+        # (1 vs 2 workers side by side) would fail to bind it.
+        added += ["--master-port", str((free_port or _free_port)())]
+    return [*argv[:at], *added, *argv[at:]]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))  # as torchrun's store listens: on every interface
+        return int(s.getsockname()[1])
 
 
 def resolve_executable(argv: list[str]) -> list[str]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import subprocess
 
 import pytest
 
 from neurotui import metrics
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
-from tests.e2e.conftest import meta, only_session, run_cli, torchrun_vit
+from tests.e2e.conftest import REPO, meta, neurotui_argv, only_session, run_cli, torchrun_vit
 
 pytestmark = pytest.mark.slow
 
@@ -79,3 +80,21 @@ def test_a_crashing_rank_is_recorded_and_restarted(sessions) -> None:
     m = meta(session)
     assert m["exit"]["reason"] == "failed" and m["exit"]["attempts"] == 2
     assert sorted(reader.steps()["attempt"].unique()) == [0, 1]
+
+
+def test_two_runs_at_once_each_get_their_own_rendezvous_port(tmp_path) -> None:
+    """torchrun's default port is the same for every job: side-by-side runs (1 vs 2 workers,
+    say) would collide on it. Each supervised run gets a free one."""
+    runs = [subprocess.Popen(neurotui_argv(tmp_path / name, "run", "--headless", "--",
+                                           *torchrun_vit("--steps", "30")),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             cwd=REPO) for name in ("a", "b")]
+    outputs = [p.communicate(timeout=300)[0] for p in runs]
+    for name, proc, out in zip(("a", "b"), runs, outputs, strict=True):
+        assert proc.returncode == 0, out
+        session = only_session(tmp_path / name)
+        steps = SessionReader(session).load().steps()
+        assert steps.groupby("rank")["step"].max().to_dict() == {0: 30, 1: 30}
+    ports = [meta(only_session(tmp_path / n))["command"] for n in ("a", "b")]
+    chosen = [cmd[cmd.index("--master-port") + 1] for cmd in ports]
+    assert chosen[0] != chosen[1]
