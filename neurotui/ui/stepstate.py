@@ -81,66 +81,34 @@ class StepState:
         self._carry: dict[tuple[int, int], tuple[float, float, int, int]] = {}
 
     # -- taking rows in ------------------------------------------------------------------
-    def take(self, df: pd.DataFrame, chunk: int = 100_000) -> bool:
-        """Take in the rows of `df` (the reader's step table) not yet seen.
-
-        The reader merges several files by time, so rows of one rank may land before rows
-        already taken of another (the table is re-sorted): new rows are found per rank, as
-        those after the rank's last row taken, not by position. Returns False when the table
-        lost or changed rows already taken (the reader dropped a rank's log rows once its
-        probe took over): the caller must then start over with a fresh StepState.
-        """
-        n = len(df)
-        if n == self.rows:
-            return True
-        if n < self.rows:
-            return False
-        if not self.rows:
-            fresh = df
-        else:
-            fresh = self._new_rows(df, whole=False)
-            if self.rows + len(fresh) != n:
-                # A rank seen for the first time may have rows anywhere: look at them all.
-                fresh = self._new_rows(df, whole=True)
-                if self.rows + len(fresh) != n:
-                    return False
-        for start in range(0, len(fresh), chunk):
-            self._ingest(fresh.iloc[start:start + chunk])
-        self.rows = n
-        return True
-
     def add(self, new: pd.DataFrame, chunk: int = 100_000) -> None:
         """Take in rows handed over only once each (SessionReader.take_steps), in time order.
 
-        Rows of several ranks may come later than rows already taken of other ranks: they are
-        taken per rank, as in `take`. A row not after its own rank's last row (a clock that
+        The reader merges several files by time, so rows of one rank may come later than rows
+        already taken of other ranks: new rows are found per rank, as those after the rank's
+        last row taken, not by position. A row not after its own rank's last row (a clock that
         went back) cannot be placed any more: it is left out and counted in `late_rows`.
         """
         if not len(new):
             return
-        fresh = self._new_rows(new, whole=True) if self._carry else new
+        fresh = self._new_rows(new) if self._carry else new
         self.late_rows += len(new) - len(fresh)
         for start in range(0, len(fresh), chunk):
             self._ingest(fresh.iloc[start:start + chunk])
         self.rows += len(fresh)
 
-    def _new_rows(self, df: pd.DataFrame, whole: bool) -> pd.DataFrame:
-        """Rows after their rank's last row taken: from where the latest attempt's slowest
-        rank left off, or in the `whole` table."""
-        latest = [v[0] for (a, _), v in self._carry.items() if a == self.latest_attempt]
-        floor = min(latest) if latest and not whole else -math.inf
-        start = int(np.searchsorted(df["t"].to_numpy(), floor, side="left"))
-        tail = df.iloc[start:]
-        t = tail["t"].to_numpy(dtype=float)
-        step = tail["step"].to_numpy(dtype=float)
-        rank = tail["rank"].to_numpy(dtype=np.int64)
-        attempt = tail["attempt"].to_numpy(dtype=np.int64)
-        new = np.ones(len(tail), dtype=bool)
+    def _new_rows(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Rows after their rank's last row taken."""
+        t = df["t"].to_numpy(dtype=float)
+        step = df["step"].to_numpy(dtype=float)
+        rank = df["rank"].to_numpy(dtype=np.int64)
+        attempt = df["attempt"].to_numpy(dtype=np.int64)
+        new = np.ones(len(df), dtype=bool)
         for (a, r), (last_t, last_step, _, _) in self._carry.items():
             mine = (rank == r) & (attempt == a)
             if mine.any():
                 new[mine] = (t[mine] > last_t) | ((t[mine] == last_t) & (step[mine] > last_step))
-        return tail[new]
+        return df[new]
 
     def _ingest(self, df: pd.DataFrame) -> None:
         t = df["t"].to_numpy(dtype=float)

@@ -50,18 +50,6 @@ def runs(draw: st.DrawFn) -> tuple[pd.DataFrame, list[dict[int, int]], pd.DataFr
 
 
 @settings(max_examples=60, deadline=None)
-@given(runs())
-def test_matches_metrics(run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame]
-                         ) -> None:
-    df, stages, compiles = run
-    state = StepState(started_at=100.0, recent=10_000)
-    for stage in stages:
-        shown = df[df.groupby("rank").cumcount() < df["rank"].map(stage)]
-        assert state.take(shown.reset_index(drop=True))
-    _assert_matches(state, df, compiles)
-
-
-@settings(max_examples=60, deadline=None)
 @given(runs(), st.sampled_from([1, 3, 1_000_000]))
 def test_rows_handed_over_once_match_metrics(
         run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame], batch_rows: int) -> None:
