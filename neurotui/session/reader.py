@@ -244,6 +244,9 @@ class SessionReader:
         self.telemetry_history = telemetry_history
         self.use_cache = use_cache
         self.cache_state = "unused"
+        self.first_read: tuple[int, int] | None = None
+        """(bytes read, bytes to read) while the first poll reads the files: a long run
+        without a cache takes seconds, and a view says how far it got. None otherwise."""
         """'unused', 'restored', 'written' or 'restored+written' (after the first poll)."""
         self._polled = False
         self._tails: dict[Path, _Tail] = {}
@@ -274,12 +277,20 @@ class SessionReader:
         if first and self.use_cache:
             added += self._restore()
         restored_bytes = self._bytes_taken()
+        tails = []
         for path in self._stream_paths():
             tail = self._tails.get(path)
             if tail is None:
                 tail = self._tails[path] = _Tail(
                     path, path.relative_to(self.dir).as_posix(), len(self._tails))
-            added += self._read_tail(tail)
+            tails.append(tail)
+        if first:
+            self.first_read = (0, sum(max(0, _size(t.path) - t.offset) for t in tails))
+        try:
+            for tail in tails:
+                added += self._read_tail(tail)
+        finally:
+            self.first_read = None
         # On failure keep the last good meta: it is rewritten atomically, so this is transient.
         with contextlib.suppress(SessionFormatError):
             self.meta = load_meta(self.dir)
@@ -324,6 +335,9 @@ class SessionReader:
                     added += self._take(raw, tail, start)
                 start += len(raw) + 1
             del lines  # free this piece before reading the next
+            if self.first_read is not None:
+                done, total = self.first_read
+                self.first_read = (done + tail.offset - before, total)
             if tail.offset - before < READ_CHUNK_BYTES:
                 return added
 
@@ -581,6 +595,13 @@ class SessionReader:
             paths[tail.sid] = tail.path
         return (paths, mine["stream"].to_numpy(), mine["offset"].to_numpy(),
                 mine["length"].to_numpy())
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _merge_in_time_order(df: pd.DataFrame, chunk: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ reader positioned in time, and the same screens show it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import locale
 import os
 import sys
@@ -39,6 +40,7 @@ from neurotui.ui.screens.confirm_stop import ConfirmStop
 from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HelpScreen
 from neurotui.ui.themes import DARK, LIGHT, THEMES
+from neurotui.ui.widgets.header import SessionHeader
 from neurotui.ui.widgets.logs import LogPanel
 
 DEFAULT_INTERVAL_S = 2.0
@@ -92,6 +94,7 @@ class DashboardApp(App[int]):
         self.log_choice: LogChoice | None = None  # None: let the follower pick
         self.last_state: DashboardState | None = None
         self._poll_timer: Timer | None = None
+        self._first_read_timer: Timer | None = None
         self._poll_soon = False
         self._polling = False
         self._dashboard: DashboardScreen | None = None
@@ -118,6 +121,17 @@ class DashboardApp(App[int]):
     def on_mount(self) -> None:
         self.ascii_mode = self._ascii_default
         self._poll()
+        self._first_read_timer = self.set_interval(0.5, self._show_first_read)
+
+    def _show_first_read(self) -> None:
+        """Until the first frame, how far the first read has got (seconds on a long run)."""
+        if self.last_state is not None:
+            if self._first_read_timer is not None:
+                self._first_read_timer.stop()
+            return
+        progress = getattr(self.model.reader, "first_read", None)
+        with contextlib.suppress(LookupError):
+            self.dashboard.query_one(SessionHeader).show_first_read(progress)
 
     def watch_ascii_mode(self, value: bool) -> None:
         try:

@@ -300,3 +300,22 @@ async def test_compare_key_opens_the_compare_screen_on_this_run(tmp_path: Path) 
         await pilot.pause()
         assert app.screen is app.dashboard
         assert "Stop training" in screen_text(app)
+
+
+async def test_the_header_says_how_far_the_first_read_got() -> None:
+    from textual.app import App, ComposeResult
+
+    from neurotui.ui.widgets.header import SessionHeader
+
+    class HeaderOnly(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SessionHeader()
+
+    app = HeaderOnly()
+    async with app.run_test(size=(80, 4)) as pilot:
+        header = app.query_one(SessionHeader)
+        await pilot.pause()
+        assert "reading the session..." in screen_text(app) and "%" not in screen_text(app)
+        header.show_first_read((50 * 2**20, 200 * 2**20))
+        await pilot.pause()
+        assert "reading the session... 25% (50.0M of 200.0M)" in screen_text(app)

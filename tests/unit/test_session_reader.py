@@ -239,3 +239,27 @@ def test_phase_timings_are_columns_with_gaps_as_nan(tmp_path: Path) -> None:
     assert phases["data"].tolist()[:2] == [0.1, 0.2] and math.isnan(phases["data"].iloc[2])
     assert math.isnan(phases["forward"].iloc[0]) and phases["forward"].iloc[1] == 0.3
     assert math.isnan(phases["forward"].iloc[2])  # not a number: missing, never 0
+
+
+def test_first_read_says_how_far_it_got(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    d = make_session(tmp_path)
+    for rank in (0, 1):
+        with open(d / "probe" / f"rank-{rank}.jsonl", "w") as f:
+            f.writelines(json.dumps(step(100.0 + n, rank, n)) + "\n" for n in range(1, 200))
+    total = sum(p.stat().st_size for p in (d / "probe").iterdir())
+    monkeypatch.setattr(reader_module, "READ_CHUNK_BYTES", 4096)
+    reader = SessionReader(d, use_cache=False)
+    seen: list[tuple[int, int] | None] = []
+    take = reader._take
+    monkeypatch.setattr(reader, "_take", lambda *a: (seen.append(reader.first_read), take(*a))[1])
+    reader.poll()
+    done = [p[0] for p in seen if p is not None]
+    assert len(seen) == 398 and all(p is not None and p[1] == total for p in seen)
+    assert done == sorted(done) and 0 <= done[0] < done[-1] < total  # rises chunk by chunk
+    assert reader.first_read is None  # only while the first read runs
+    with open(d / "probe" / "rank-0.jsonl", "a") as f:
+        f.write(json.dumps(step(400.0, 0, 200)) + "\n")
+    seen.clear()
+    reader.poll()
+    assert seen == [None]  # later polls read a little: no progress to show

@@ -25,6 +25,13 @@ class SessionHeader(Widget):
         super().__init__()
         self.state: HeaderState | None = None
         self.replay = replay
+        self.first_read: tuple[int, int] | None = None
+
+    def show_first_read(self, progress: tuple[int, int] | None) -> None:
+        """Before the first frame: how far the first read of the session has got."""
+        if progress != self.first_read:
+            self.first_read = progress
+            self.refresh()
 
     def show(self, state: HeaderState) -> None:
         if state != self.state:
@@ -34,7 +41,12 @@ class SessionHeader(Widget):
     def render(self) -> Content:
         s = self.state
         if s is None:
-            return Content.styled(" neurotui: reading the session...", MUTED)
+            read = ""
+            if self.first_read is not None and self.first_read[1] > 0:
+                done, total = self.first_read
+                read = (f" {min(100, int(100 * done / total))}% ({fmt.size(done)} of "
+                        f"{fmt.size(total)})")
+            return Content.styled(f" neurotui: reading the session...{read}", MUTED)
         width = self.content_size.width
         return Content("\n").join([self._first(s, width), self._second(s, width)])
 
