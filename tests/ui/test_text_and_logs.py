@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from neurotui.session import layout
@@ -121,12 +122,17 @@ def _bottom_line(panel: LogPanel) -> str:
     return panel.lines[int(panel.scroll_y) + panel.scrollable_content_region.height - 1].text
 
 
+async def _forty_lines(app: _LogBelowAPanel, pilot: Pilot[None]) -> LogPanel:
+    panel = app.query_one(LogPanel)
+    panel.add_lines([f"line {i}" for i in range(40)])
+    await pilot.pause()
+    return panel
+
+
 async def test_log_stays_at_its_last_line_when_a_panel_above_grows() -> None:
     app = _LogBelowAPanel()
     async with app.run_test(size=(60, 20)) as pilot:
-        panel = app.query_one(LogPanel)
-        panel.add_lines([f"line {i}" for i in range(40)])
-        await pilot.pause()
+        panel = await _forty_lines(app, pilot)
         assert _bottom_line(panel).rstrip() == "line 39"
         app.query_one("#above").styles.height = 8  # the log panel shrinks by 7 rows
         await pilot.pause()
@@ -136,9 +142,7 @@ async def test_log_stays_at_its_last_line_when_a_panel_above_grows() -> None:
 async def test_log_scrolled_back_holds_its_place_as_lines_arrive() -> None:
     app = _LogBelowAPanel()
     async with app.run_test(size=(60, 20)) as pilot:
-        panel = app.query_one(LogPanel)
-        panel.add_lines([f"line {i}" for i in range(40)])
-        await pilot.pause()
+        panel = await _forty_lines(app, pilot)
         panel.scroll_up(animate=False)
         await pilot.pause()
         held = _bottom_line(panel)

@@ -16,19 +16,31 @@ FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "teleme
 
 
 def follow(tmp_path: Path, text: bytes, chunks: int = 1) -> SessionReader:
+    """`text` written to the launcher log in `chunks` pieces, a poll after each."""
+    size = len(text) // chunks + 1
+    # Lines split across reads must come out whole.
+    return follow_writes(tmp_path, [(1000.0 + i, text[i * size:(i + 1) * size])
+                                    for i in range(chunks)])
+
+
+def follow_writes(tmp_path: Path, writes: list[tuple[float, bytes]],
+                  final_at: float | None = None) -> SessionReader:
+    """Each (time, bytes) appended to the launcher log and polled at that time; then the
+    job's exit at `final_at`."""
     session = tmp_path / "s"
     (session / "logs").mkdir(parents=True)
     write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
     writer = EventWriter(session / layout.EVENTS)
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True)
     log = session / layout.LAUNCHER_LOG
-    size = len(text) // chunks + 1
-    for i in range(chunks):  # lines split across reads must come out whole
+    for t, text in writes:
         with open(log, "ab") as f:
-            f.write(text[i * size:(i + 1) * size])
-        follower.poll(1000.0 + i)
+            f.write(text)
+        follower.poll(t)
+    if final_at is not None:
+        follower.poll(final_at, final=True)
     writer.close()
-    return SessionReader(session).load()
+    return SessionReader(session, telemetry_history=None).load()
 
 
 def test_nxd_progress_bar_running_totals_become_per_step_samples(tmp_path: Path) -> None:
@@ -59,21 +71,10 @@ def test_compile_lines_and_rank_prefixes(tmp_path: Path) -> None:
 
 def test_log_offsets_mark_complete_lines_every_few_seconds_and_at_the_end(
         tmp_path: Path) -> None:
-    session = tmp_path / "s"
-    (session / "logs").mkdir(parents=True)
-    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
-    writer = EventWriter(session / layout.EVENTS)
-    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True)
-    log = session / layout.LAUNCHER_LOG
-    for t, text in ((1000.0, b"one\ntw"), (1000.5, b"o\n"), (1001.0, b"three\n"),
-                    (1002.0, b"four\nfi"), (1003.0, b""), (1004.5, b""), (1005.0, b"ve\n")):
-        with open(log, "ab") as f:
-            f.write(text)
-        follower.poll(t)
-    follower.poll(1005.2, final=True)
-    writer.close()
-    marks = [(e["t"], e["files"]) for e in SessionReader(session, telemetry_history=None)
-             .load().events["log_offsets"]]
+    reader = follow_writes(tmp_path, [
+        (1000.0, b"one\ntw"), (1000.5, b"o\n"), (1001.0, b"three\n"), (1002.0, b"four\nfi"),
+        (1003.0, b""), (1004.5, b""), (1005.0, b"ve\n")], final_at=1005.2)
+    marks = [(e["t"], e["files"]) for e in reader.events["log_offsets"]]
     name = layout.LAUNCHER_LOG
     # The partial "tw" and "fi" are not counted; at most one mark per 2 s; none when
     # nothing grew (1004.5); the job's exit marks the end at once.
