@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     attach = sub.add_parser("attach", help="follow a running session")
     attach.add_argument("session", nargs="?")
     attach.add_argument("--headless", action="store_true")
+    attach.add_argument("--no-adopt", action="store_true",
+                        help="leave a job whose supervisor died unsupervised (by default a new "
+                             "supervisor adopts it: telemetry, log steps and its end recorded)")
     add_display_options(attach)
 
     replay = sub.add_parser("replay", help="replay a recorded session in the dashboard")
@@ -223,11 +226,12 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     return session_dir
 
 
-def start_supervisor(session_dir: Path) -> subprocess.Popen[bytes]:
+def start_supervisor(session_dir: Path, adopt: bool = False) -> subprocess.Popen[bytes]:
     """The supervisor runs detached: its own session, no terminal, output to a file."""
     with open(session_dir / layout.SUPERVISOR_LOG, "ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "neurotui.supervisor", str(session_dir)],
+            [sys.executable, "-m", "neurotui.supervisor", *(["--adopt"] if adopt else []),
+             str(session_dir)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True)
 
@@ -274,10 +278,12 @@ def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: boo
         print(f"neurotui: session {status.state}: {status.detail}", file=sys.stderr)
         return 1
     wait_summary(session_dir)
-    print(f"neurotui: {ended.get('reason')} (exit code {ended.get('code')}"
-          f"{', signal ' + ended['signal'] if ended.get('signal') else ''}); "
-          f"recorded in {session_dir}", flush=True)
     code = ended.get("code")
+    how = f"exit code {code}" + (f", signal {ended['signal']}" if ended.get("signal") else "")
+    if ended.get("reason") == "ended":
+        how = "exit code unknown: it was adopted after its supervisor died"
+    print(f"neurotui: {ended.get('reason')} ({how}); recorded in {session_dir}", flush=True)
+    # The training's exit code; 1 when it failed by a signal or cannot be known.
     return code if isinstance(code, int) and code >= 0 else 1
 
 
@@ -327,7 +333,27 @@ def display_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_attach(args: argparse.Namespace, root: Path) -> int:
     session_dir = find_session(root, args.session)
+    if session_status(session_dir).state == "unsupervised" and \
+            not getattr(args, "no_adopt", False):
+        adopt(session_dir)
     return follow_session(session_dir, args, headless=args.headless)
+
+
+def adopt(session_dir: Path, timeout_s: float = 30.0) -> bool:
+    """A new supervisor for a job whose supervisor died (the job ran on by design)."""
+    started = time.time()
+    supervisor = start_supervisor(session_dir, adopt=True)
+    while time.time() < started + timeout_s and supervisor.poll() is None:
+        meta = load_meta(session_dir)
+        if meta.get("supervisor_pid") == supervisor.pid and \
+                float(meta.get("adopted_at") or 0) >= started:
+            print("neurotui: its supervisor had died; a new one adopted the running job",
+                  file=sys.stderr)
+            return True
+        time.sleep(0.05)
+    print("neurotui: could not adopt the job; it stays unsupervised (see "
+          f"{session_dir / layout.SUPERVISOR_LOG})", file=sys.stderr)
+    return False
 
 
 def cmd_replay(args: argparse.Namespace, root: Path) -> int:

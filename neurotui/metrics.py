@@ -35,9 +35,10 @@ DEFAULT_STRAGGLER_THRESHOLD = 0.2
 DEFAULT_STALL_FACTOR = 10.0
 DEFAULT_MIN_STALL_S = 10.0
 
-Phase = Literal["starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped"]
+Phase = Literal["starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped",
+                "ended"]
 PHASES: tuple[Phase, ...] = (
-    "starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped")
+    "starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped", "ended")
 _STOP_WORDS = ("stop", "interrupt", "cancel", "user")
 _GROUP = ["attempt", "rank"]
 
@@ -575,7 +576,8 @@ def run_is_over(meta: Mapping[str, Any] | None, now: float | None = None) -> boo
 
 
 def exit_phase(exit_info: Mapping[str, Any] | None) -> Phase:
-    """"finished" (code 0), "stopped" (the user stopped it) or "crashed" (anything else).
+    """"finished" (code 0), "stopped" (the user stopped it), "ended" (a job adopted after its
+    supervisor died: how it exited is unknown) or "crashed" (anything else).
 
     A reason mentioning stop/interrupt/cancel/user wins over the exit code, since a graceful
     stop may well exit 0. An end without exit details is "stopped": a crash cannot be shown.
@@ -583,6 +585,8 @@ def exit_phase(exit_info: Mapping[str, Any] | None) -> Phase:
     if not exit_info:
         return "stopped"
     reason = str(exit_info.get("reason") or "").lower()
+    if reason == "ended":
+        return "ended"
     if any(word in reason for word in _STOP_WORDS):
         return "stopped"
     if exit_info.get("code") == 0 and not exit_info.get("signal"):

@@ -16,7 +16,8 @@ _STARTING_GRACE_S = 30.0
 
 @dataclass(frozen=True)
 class SessionStatus:
-    state: str  # starting, running, unsupervised, completed, failed, stopped, lost, unreadable
+    state: str  # starting, running, unsupervised, completed, failed, stopped, ended, lost,
+    # unreadable
     running: bool
     detail: str = ""
 
@@ -54,14 +55,15 @@ def session_status(session_dir: Path) -> SessionStatus:
     ended = meta.get("exit")
     if isinstance(ended, dict):
         reason = str(ended.get("reason") or "ended")
-        state = reason if reason in ("completed", "stopped") else "failed"
+        # "ended": adopted after its supervisor died, so its exit code is unknown.
+        state = reason if reason in ("completed", "stopped", "ended") else "failed"
         return SessionStatus(state, False, reason)
     if supervisor_alive(meta):
         return SessionStatus("running", True)
     if pid_alive(meta.get("job_pid"), meta.get("job_create_time")):
         return SessionStatus("unsupervised", True,
                              "training runs on but its supervisor is gone: steps still recorded "
-                             "by the probe; `neurotui stop` still works")
+                             "by the probe; `neurotui attach` adopts it, `neurotui stop` stops it")
     if meta.get("supervisor_pid") is None and \
             time.time() - float(meta.get("started_at") or 0) < _STARTING_GRACE_S:
         return SessionStatus("starting", True)

@@ -52,8 +52,11 @@ class _Stopping:
 
 
 class Supervisor:
-    def __init__(self, session_dir: Path) -> None:
+    def __init__(self, session_dir: Path, adopt: bool = False) -> None:
+        """`adopt`: take over the running job of a session whose supervisor died, instead of
+        launching it (see `_adopt`)."""
         self.dir = session_dir.resolve()
+        self.adopt = adopt
         self.meta = read_meta(self.dir)
         config: dict[str, Any] = self.meta.get("config", {})
         self.argv: list[str] = self.meta["command"]
@@ -76,6 +79,7 @@ class Supervisor:
         self.stop_requested = False
         self.leaving = False  # the supervisor was told to go; the job is left running
         self.attempt = 0
+        self.adopted_pid: int | None = None
         self.telemetry: Telemetry | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -90,9 +94,12 @@ class Supervisor:
         try:
             self.telemetry = Telemetry(self.dir, self.writer, time.time(),
                                        on_instance_type=self._instance_detected)
+            if self.adopt and not self._adopt():
+                return 1
             while True:
                 try:
-                    self._launch()
+                    if self.adopted_pid is None:
+                        self._launch()
                 except OSError as exc:  # not executable, vanished since `run` checked, ...
                     self.writer.write("proc_exit", attempt=self.attempt, pid=None, code=None,
                                       signal=None, tail={"launcher": [f"cannot start: {exc}"]})
@@ -101,11 +108,14 @@ class Supervisor:
                         "attempts": self.attempt + 1, "lost_events": self.writer.failed_writes})
                     return 1
                 code, sig_name, restart_asked = self._watch()
+                adopted, self.adopted_pid = self.adopted_pid is not None, None
                 if self.leaving:
                     return 0
                 if restart_asked:
                     self.attempt += 1
                     continue
+                if adopted and not self.stop_requested:
+                    break  # its exit code is unknown: no grounds for a restart
                 if self.stop_requested or code == 0 or self.attempt >= self.max_restarts:
                     break
                 delay = min(self.backoff_s * 2 ** self.attempt, 300.0)
@@ -115,7 +125,7 @@ class Supervisor:
                 if not self._wait_backoff(delay):
                     break
                 self.attempt += 1
-            self._finish(code, sig_name)
+            self._finish(code, sig_name, adopted)
             return 0
         finally:
             self._close()
@@ -139,9 +149,48 @@ class Supervisor:
         self.writer.write("proc_start", attempt=self.attempt, pid=self.job.pid,
                           pgid=self.job.pid, argv=self.argv)
 
+    def _adopt(self) -> bool:
+        """Take over the session's running job: its supervisor died and the job ran on.
+
+        The job is not this process's child, so its exit code cannot be known: its end is
+        recorded as "ended". The logs are read on from the last `log_offsets` mark; step lines
+        the old supervisor had already recorded are not recorded again.
+        """
+        from neurotui.session.reader import SessionReader
+        from neurotui.session.status import pid_alive
+
+        pid, created = self.meta.get("job_pid"), self.meta.get("job_create_time")
+        if self.meta.get("exit") is not None or not pid_alive(pid, created):
+            print("neurotui: nothing to adopt: the job is not running", file=sys.stderr)
+            return False
+        assert isinstance(pid, int)
+        reader = SessionReader(self.dir, telemetry_history=1).load()
+        self.attempt = int(self.meta.get("attempt") or 0)
+        mark = reader.last("log_offsets")
+        steps = reader.steps()
+        logged = steps[(steps["src"] == "log") & (steps["attempt"] == self.attempt)]
+        self.follower.attempt = self.attempt
+        self.follower.resume(dict(mark["files"]) if mark else None,
+                             logged.groupby("rank")["step"].max().astype(int).to_dict())
+        self.tree = JobTree(pid)
+        self.adopted_pid = pid
+        update_meta(self.dir, adopted_at=time.time())
+        self.writer.write("warning", source="supervisor", message=(
+            f"a new supervisor adopted the running job (pid {pid}); host and accelerator "
+            "telemetry since the old one died is missing, and its exit code will be unknown"))
+        return True
+
+    def _job_exit(self) -> tuple[bool, int | None]:
+        """(whether the job's leader has exited, its return code when it is our child)."""
+        if self.job is not None and self.adopted_pid is None:
+            code = self.job.poll()
+            return code is not None, code
+        assert self.tree is not None
+        return not any(p.pid == self.tree.leader_pid for p in self.tree.alive()), None
+
     def _watch(self) -> tuple[int | None, str | None, bool]:
         """Run until the job's leader exits; returns (code, signal name, restart asked)."""
-        assert self.job is not None and self.tree is not None
+        assert self.tree is not None
         restart_asked = False
         next_logs = next_telemetry = 0.0
         while True:
@@ -153,8 +202,8 @@ class Supervisor:
                 self._sample_telemetry(now)
                 next_telemetry = now + TELEMETRY_S
             self.writer.flush()
-            returncode = self.job.poll()
-            if returncode is not None:
+            ended, returncode = self._job_exit()
+            if ended:
                 break
             if self.leaving:
                 return None, None, False
@@ -164,10 +213,10 @@ class Supervisor:
                     restart_asked |= self._serve_one()
         self._sweep()
         self.follower.poll(time.time(), final=True)
-        code = returncode if returncode >= 0 else None
-        sig_name = signal.Signals(-returncode).name if returncode < 0 else None
-        self.writer.write("proc_exit", attempt=self.attempt, pid=self.job.pid, code=code,
-                          signal=sig_name, tail=self.follower.tail_lines())
+        code = returncode if returncode is None or returncode >= 0 else None
+        sig_name = signal.Signals(-returncode).name if returncode and returncode < 0 else None
+        self.writer.write("proc_exit", attempt=self.attempt, pid=self.tree.leader_pid,
+                          code=code, signal=sig_name, tail=self.follower.tail_lines())
         self.writer.flush()
         restart_asked = restart_asked or bool(self.stopping and self.stopping.restart_after)
         return code, sig_name, restart_asked and not self.leaving
@@ -184,9 +233,11 @@ class Supervisor:
                 return False
         return True
 
-    def _finish(self, code: int | None, sig_name: str | None) -> None:
+    def _finish(self, code: int | None, sig_name: str | None, adopted: bool = False) -> None:
         if self.stop_requested:
             reason = "stopped"
+        elif adopted:
+            reason = "ended"  # not our child: how it exited is unknown
         elif code == 0:
             reason = "completed"
         elif sig_name:
@@ -277,7 +328,8 @@ class Supervisor:
                 self.request_stop(by=str(request.get("by", "cli")), restart=True)
                 restart = True
             elif cmd == "status":
-                reply.update(attempt=self.attempt, pid=self.job.pid if self.job else None,
+                reply.update(attempt=self.attempt,
+                             pid=self.tree.leader_pid if self.tree else None,
                              stopping=self.stopping.stage.name if self.stopping else None)
             else:
                 reply = {"ok": False, "error": f"unknown command {cmd!r}"}
@@ -331,7 +383,9 @@ def _json_line(data: dict[str, Any]) -> bytes:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    adopt = "--adopt" in args
+    args = [a for a in args if a != "--adopt"]
     if len(args) != 1:
-        print("usage: python -m neurotui.supervisor SESSION_DIR", file=sys.stderr)
+        print("usage: python -m neurotui.supervisor [--adopt] SESSION_DIR", file=sys.stderr)
         return 2
-    return Supervisor(Path(args[0])).run()
+    return Supervisor(Path(args[0]), adopt=adopt).run()

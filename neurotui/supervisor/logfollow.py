@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,25 @@ class LogFollower:
     _probed_ranks: set[int] = field(default_factory=set)
     _marked: dict[str, int] = field(default_factory=dict)
     _marked_at: float = -float("inf")
+    _recorded_steps: dict[int, int] = field(default_factory=dict)  # of `_resumed_attempt`
+    _resumed_attempt: int | None = None
+
+    def resume(self, offsets: dict[str, int] | None, recorded_steps: dict[int, int]) -> None:
+        """Go on where a dead supervisor left off: each log from its last mark (`offsets`; no
+        mark at all: from the logs' current ends), and no step line of this attempt at or below
+        a rank's step already recorded (`recorded_steps`: lines past the mark it had read)."""
+        self._discover()
+        for followed in self._files.values():
+            name = followed.path.relative_to(self.session_dir).as_posix()
+            if offsets is None:
+                with contextlib.suppress(OSError):
+                    followed.offset = followed.path.stat().st_size
+            else:
+                followed.offset = int(offsets.get(name, 0))
+        self._marked = dict(offsets or {})
+        self._recorded_steps = dict(recorded_steps)
+        self._step_counters.update(recorded_steps)  # lines without a step number count on
+        self._resumed_attempt = self.attempt
 
     def poll(self, now: float, final: bool = False) -> None:
         """Read what the logs gained; `final` (the job has exited) records where they end."""
@@ -96,6 +116,9 @@ class LogFollower:
                 step = self._step_counters.get(rank, 0) + 1
             elif step == self._step_counters.get(rank):
                 return  # a progress bar redrawn for the same step
+            elif self.attempt == self._resumed_attempt and \
+                    step <= self._recorded_steps.get(rank, -1):
+                return  # recorded before this supervisor took over (resume)
             self._step_counters[rank] = step
             samples = record.samples
             if samples is None and record.samples_total is not None:

@@ -133,3 +133,36 @@ def test_restart_through_the_control_channel(sessions) -> None:
     events = SessionReader(session).load().events
     assert [e["attempt"] for e in events["proc_start"]] == [0, 1]
     assert events["stop_request"][0]["restart"] is True
+
+
+def test_attach_adopts_a_job_whose_supervisor_died(sessions) -> None:
+    """A new supervisor takes the job over: log steps read on from the last mark (none lost,
+    none twice), telemetry again, and the end recorded, its exit code unknown."""
+    steps = 100 * STEPS  # about 30 s here: still running when it is adopted
+    assert run_cli(sessions, "run", "--detach", "--", *torchrun_vit("--steps", str(steps)),
+                   env={"NEUROTUI_PROBE": "0"}).returncode == 0  # steps from the log lines
+    session = wait_for(lambda: [p for p in sessions.iterdir() if (p / "meta.json").exists()
+                                and len(SessionReader(p).load().steps()) >= 8], 120,
+                       "the first log steps")[0]
+    supervisor = psutil.Process(meta(session)["supervisor_pid"])
+    supervisor.kill()
+    supervisor.wait(10)
+    assert session_status(session).state == "unsupervised"
+    time.sleep(2)  # steps go by that nobody records yet
+    result = run_cli(sessions, "attach", "--headless", session.name, timeout=300)
+    assert "a new one adopted the running job" in result.stderr
+    # Not its child: the exit code cannot be known, and is not claimed to be 0.
+    assert "ended (exit code unknown" in result.stdout
+    assert result.returncode == 1, result.stdout + result.stderr
+    m = meta(session)
+    assert m["exit"]["reason"] == "ended" and m["exit"]["code"] is None
+    assert session_status(session).state == "ended"
+    reader = SessionReader(session).load()
+    recorded = reader.steps()
+    assert set(recorded["src"]) == {"log"}
+    for rank in (0, 1):
+        mine = recorded[recorded["rank"] == rank]["step"]
+        assert sorted(mine) == list(range(1, steps + 1)), f"rank {rank}"  # none lost or twice
+    assert any(e["t"] > m["adopted_at"] for e in reader.events["host"])
+    assert any("adopted the running job" in w["message"] for w in reader.events["warning"])
+    assert reader.events["proc_exit"][-1]["code"] is None

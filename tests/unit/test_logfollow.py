@@ -23,15 +23,23 @@ def follow(tmp_path: Path, text: bytes, chunks: int = 1) -> SessionReader:
                                     for i in range(chunks)])
 
 
+def new_follower(tmp_path: Path, log_text: str = ""
+                 ) -> tuple[Path, EventWriter, LogFollower]:
+    """A session whose launcher log holds `log_text`, and a follower of it."""
+    session = tmp_path / "s"
+    (session / "logs").mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    (session / layout.LAUNCHER_LOG).write_text(log_text)
+    writer = EventWriter(session / layout.EVENTS)
+    return session, writer, LogFollower(session, writer, StepLineParser.default(),
+                                        parse_launcher=True)
+
+
 def follow_writes(tmp_path: Path, writes: list[tuple[float, bytes]],
                   final_at: float | None = None) -> SessionReader:
     """Each (time, bytes) appended to the launcher log and polled at that time; then the
     job's exit at `final_at`."""
-    session = tmp_path / "s"
-    (session / "logs").mkdir(parents=True)
-    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
-    writer = EventWriter(session / layout.EVENTS)
-    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True)
+    session, writer, follower = new_follower(tmp_path)
     log = session / layout.LAUNCHER_LOG
     for t, text in writes:
         with open(log, "ab") as f:
@@ -79,3 +87,30 @@ def test_log_offsets_mark_complete_lines_every_few_seconds_and_at_the_end(
     # The partial "tw" and "fi" are not counted; at most one mark per 2 s; none when
     # nothing grew (1004.5); the job's exit marks the end at once.
     assert marks == [(1000.0, {name: 4}), (1002.0, {name: 19}), (1005.2, {name: 24})]
+
+
+def test_resume_reads_on_from_the_mark_and_skips_steps_already_recorded(
+        tmp_path: Path) -> None:
+    """A new supervisor adopting a job: the old one had marked 2 lines but recorded 3 steps;
+    the 4th line was written while nobody followed."""
+    lines = [f"[rank0]: neurotui-runner step={n} rank=0 samples=8 loss=1.0 dt=0.1\n"
+             for n in range(1, 5)]
+    session, writer, follower = new_follower(tmp_path, "".join(lines))
+    mark = len(lines[0]) + len(lines[1])
+    follower.resume({layout.LAUNCHER_LOG: mark}, {0: 3})
+    follower.poll(2000.0)
+    writer.close()
+    steps = SessionReader(session).load().steps()
+    assert list(steps["step"]) == [4]  # 3 was recorded already; 1 and 2 lie before the mark
+
+
+def test_resume_without_a_mark_starts_at_the_logs_ends(tmp_path: Path) -> None:
+    session, writer, follower = new_follower(
+        tmp_path, "neurotui-runner step=1 rank=0 samples=8 loss=1.0 dt=0.1\n")
+    log = session / layout.LAUNCHER_LOG
+    follower.resume(None, {})  # an older session: no marks to go by
+    with open(log, "a") as f:
+        f.write("neurotui-runner step=2 rank=0 samples=8 loss=1.0 dt=0.1\n")
+    follower.poll(2000.0)
+    writer.close()
+    assert list(SessionReader(session).load().steps()["step"]) == [2]

@@ -411,8 +411,10 @@ def test_phases_of_an_ended_job() -> None:
     assert m.phase({**RUNNING, "ended_at": T0 + 100}, steps, None, now=None) == "stopped"
     # a replay before the end still shows the running phase
     assert m.phase(ended(0), steps, None, now=T0 + 5.0) == "steady"
+    # adopted after its supervisor died: the exit code is unknown, neither success nor crash
+    assert m.phase(ended(None, None, "ended"), steps, None, now=T0 + 200) == "ended"
     assert set(m.PHASES) == {"starting", "compiling", "warm-up", "steady", "finished",
-                             "crashed", "stopped"}
+                             "crashed", "stopped", "ended"}
 
 
 # -- cost ----------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ PHASE_STYLES = {
     "steady": "bold $text-success",
     "finished": "bold $text-primary",
     "crashed": "bold $text-error",
+    "ended": "bold",
     "stopped": "bold $text-warning",
 }
 SEVERITY_STYLES = {"error": "bold $text-error", "warning": "bold $text-warning",
