@@ -31,6 +31,7 @@ from neurotui.session.reader import SessionFormatError, SessionReader, load_meta
 from neurotui.session.status import session_status, supervisor_alive
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
+from neurotui.supervisor.spawn import adopt, start_supervisor
 from neurotui.ui import fmt, on_a_terminal
 
 _VERSIONED = {"torch": "torch", "torch_xla": "torch-xla", "torch_neuronx": "torch-neuronx",
@@ -226,16 +227,6 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     return session_dir
 
 
-def start_supervisor(session_dir: Path, adopt: bool = False) -> subprocess.Popen[bytes]:
-    """The supervisor runs detached: its own session, no terminal, output to a file."""
-    with open(session_dir / layout.SUPERVISOR_LOG, "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "neurotui.supervisor", *(["--adopt"] if adopt else []),
-             str(session_dir)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True)
-
-
 def wait_started(session_dir: Path, supervisor: subprocess.Popen[bytes],
                  timeout_s: float = 30.0) -> bool:
     deadline = time.time() + timeout_s
@@ -335,25 +326,10 @@ def cmd_attach(args: argparse.Namespace, root: Path) -> int:
     session_dir = find_session(root, args.session)
     if session_status(session_dir).state == "unsupervised" and \
             not getattr(args, "no_adopt", False):
-        adopt(session_dir)
+        problem = adopt(session_dir)
+        print(f"neurotui: {problem}" if problem else "neurotui: its supervisor had died; a new "
+              "one adopted the running job", file=sys.stderr)
     return follow_session(session_dir, args, headless=args.headless)
-
-
-def adopt(session_dir: Path, timeout_s: float = 30.0) -> bool:
-    """A new supervisor for a job whose supervisor died (the job ran on by design)."""
-    started = time.time()
-    supervisor = start_supervisor(session_dir, adopt=True)
-    while time.time() < started + timeout_s and supervisor.poll() is None:
-        meta = load_meta(session_dir)
-        if meta.get("supervisor_pid") == supervisor.pid and \
-                float(meta.get("adopted_at") or 0) >= started:
-            print("neurotui: its supervisor had died; a new one adopted the running job",
-                  file=sys.stderr)
-            return True
-        time.sleep(0.05)
-    print("neurotui: could not adopt the job; it stays unsupervised (see "
-          f"{session_dir / layout.SUPERVISOR_LOG})", file=sys.stderr)
-    return False
 
 
 def cmd_replay(args: argparse.Namespace, root: Path) -> int:

@@ -33,7 +33,7 @@ from neurotui.session.status import SessionStatus
 from neurotui.ui.clock import Clock, WallClock
 from neurotui.ui.logtail import LAUNCHER, STREAMS, LogChoice, LogFollower
 from neurotui.ui.memory import Trimmer
-from neurotui.ui.messages import LogLines, StateUpdated, StopAnswered
+from neurotui.ui.messages import JobActionAnswered, LogLines, StateUpdated
 from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.ui.screens.compare import CompareScreen
 from neurotui.ui.screens.confirm_stop import ConfirmStop
@@ -63,6 +63,8 @@ class DashboardApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", tooltip="close the dashboard; training keeps running"),
         Binding("S", "stop_training", "Stop training"),
+        Binding("A", "adopt", "Adopt job",
+                tooltip="its supervisor died: start a new one that takes the job over"),
         Binding("c", "compare", "Compare"),
         Binding("left_square_bracket", "rank(-1)", "Rank", key_display="["),
         Binding("right_square_bracket", "rank(1)", "Rank", key_display="]"),
@@ -74,8 +76,8 @@ class DashboardApp(App[int]):
         Binding("escape", "unzoom", "Unzoom", show=False),
     ]
     ascii_mode: reactive[bool] = reactive(False)
-    dashboard_actions = frozenset({"stop_training", "compare", "rank", "toggle_stream", "zoom",
-                                   "unzoom"})
+    dashboard_actions = frozenset({"stop_training", "adopt", "compare", "rank", "toggle_stream",
+                                   "zoom", "unzoom"})
     """Keys that act on the dashboard: they rest while another screen is over it."""
 
     def __init__(self, session_dir: Path, *, clock: Clock | None = None,
@@ -147,6 +149,9 @@ class DashboardApp(App[int]):
             # Over the compare screen, help or a prompt, `S` or `]` would act on a view out
             # of sight (and space or `g` are the other screen's own keys).
             return False
+        if action == "adopt":  # only for a job running on without its supervisor
+            return self.last_state is not None and \
+                self.last_state.header.status == "unsupervised"
         return super().check_action(action, parameters)
 
     # -- polling -------------------------------------------------------------------------
@@ -211,8 +216,11 @@ class DashboardApp(App[int]):
         self._poll()
 
     def on_state_updated(self, message: StateUpdated) -> None:
+        before = self.last_state
         self.last_state = message.state
         self.dashboard.show_state(message.state)
+        if before is None or before.header.status != message.state.header.status:
+            self.refresh_bindings()  # keys that depend on it (adopt) come and go
 
     def on_log_lines(self, message: LogLines) -> None:
         if self.log_choice is not None and message.choice != self.log_choice:
@@ -317,15 +325,27 @@ class DashboardApp(App[int]):
             try:
                 code = direct_stop.stop_unsupervised(self.session_dir)
             except Exception as exc:
-                self.post_message(StopAnswered(False, f"could not stop the job: {exc}"))
+                self.post_message(JobActionAnswered(False, f"could not stop the job: {exc}"))
                 return
-            self.post_message(StopAnswered(code == 0, "stopped (no supervisor answered)"
+            self.post_message(JobActionAnswered(code == 0, "stopped (no supervisor answered)"
                                            if code == 0 else "the job was not running"))
             return
-        self.post_message(StopAnswered(True, "stop requested: SIGINT, then SIGTERM, then "
+        self.post_message(JobActionAnswered(True, "stop requested: SIGINT, then SIGTERM, then "
                                              "SIGKILL; the dashboard shows when it ends"))
 
-    def on_stop_answered(self, message: StopAnswered) -> None:
+    def action_adopt(self) -> None:
+        self.notify("starting a new supervisor for the job...")
+        self._adopt_worker()
+
+    @work(thread=True, group="adopt", exclusive=True, exit_on_error=False)
+    def _adopt_worker(self) -> None:
+        from neurotui.supervisor.spawn import adopt
+
+        problem = adopt(self.session_dir)
+        self.post_message(JobActionAnswered(problem is None, problem or (
+            "a new supervisor adopted the job: telemetry and log steps are recorded again")))
+
+    def on_job_action_answered(self, message: JobActionAnswered) -> None:
         self.notify(message.text, severity="information" if message.ok else "error",
                     markup=False)
         self._poll_soon = True

@@ -32,7 +32,9 @@ class LogLines(Message):
         self.path = path
 
 
-class StopAnswered(Message):
+class JobActionAnswered(Message):
+    """How a stop or an adoption asked from the dashboard went."""
+
     def __init__(self, ok: bool, text: str) -> None:
         super().__init__()
         self.ok = ok

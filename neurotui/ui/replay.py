@@ -169,8 +169,8 @@ class ReplayApp(DashboardApp):
         return DashboardScreen(id="dashboard", bar=self.bar, replay=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop_training":
-            return False  # a recording has nothing to stop: hidden from the footer
+        if action in ("stop_training", "adopt"):
+            return False  # a recording has nothing to stop or adopt: hidden from the footer
         return super().check_action(action, parameters)
 
     # -- frames (in the poll worker) --------------------------------------------------------

@@ -319,3 +319,53 @@ async def test_the_header_says_how_far_the_first_read_got() -> None:
         header.show_first_read((50 * 2**20, 200 * 2**20))
         await pilot.pause()
         assert "reading the session... 25% (50.0M of 200.0M)" in screen_text(app)
+
+
+async def test_adopt_key_hands_an_unsupervised_job_to_a_new_supervisor(tmp_path: Path) -> None:
+    """A real job (sleep) whose supervisor is gone: `A` starts a real supervisor that takes it
+    over, the key leaves once the job is supervised, and the job's end is recorded."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from neurotui.session.reader import load_meta
+    from neurotui.session.status import pid_alive, session_status
+    from neurotui.ui.app import DashboardApp
+    from tests.ui.sessions import Recorder
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    session = tmp_path / "20260101-200000-orphan"
+    job = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        Recorder(tmp_path, session.name, command=["sleep", "120"],
+                           job_pid=job.pid, supervisor_pid=gone.pid,
+                           job_create_time=psutil.Process(job.pid).create_time()).close()
+        assert session_status(session).state == "unsupervised"
+        app = DashboardApp(session, interval_s=0.2, ascii_mode=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            assert "A Adopt job" in screen_text(app)
+            await pilot.press("A")
+            for _ in range(300):
+                await pilot.pause(0.1)
+                if load_meta(session).get("adopted_at") and \
+                        app.last_state.header.status == "running":  # type: ignore[union-attr]
+                    break
+            await settle(pilot)
+            assert load_meta(session).get("adopted_at")
+            assert "A Adopt job" not in screen_text(app)  # supervised again
+        job.kill()
+        job.wait()
+        deadline = time.time() + 30
+        while load_meta(session).get("exit") is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert load_meta(session)["exit"]["reason"] == "ended"
+    finally:
+        job.kill()
+        job.wait()
+        supervisor = load_meta(session).get("supervisor_pid") if session.exists() else None
+        if pid_alive(supervisor) and supervisor != gone.pid:
+            psutil.Process(supervisor).kill()

@@ -14,6 +14,7 @@ neurotui dashboard: follows one session folder live (it reads files, never the j
 Keys
   q, ctrl+q   close the dashboard; training keeps running (neurotui attach reopens it)
   S           stop training (asks first): SIGINT, then SIGTERM, then SIGKILL
+  A           adopt the job, when its supervisor died: a new one records it again
   c           compare this run with other sessions side by side (escape returns)
   [ ]         previous / next rank in the log panel (the launcher log comes first)
   e           log panel: switch between the rank's stdout and stderr
