@@ -63,7 +63,7 @@ def session_status(session_dir: Path) -> SessionStatus:
     if pid_alive(meta.get("job_pid"), meta.get("job_create_time")):
         return SessionStatus("unsupervised", True,
                              "training runs on but its supervisor is gone: steps still recorded "
-                             "by the probe; `A` here or `neurotui attach` adopts it")
+                             "by the probe; `neurotui attach` (or A in the dashboard) adopts it")
     if meta.get("supervisor_pid") is None and \
             time.time() - float(meta.get("started_at") or 0) < _STARTING_GRACE_S:
         return SessionStatus("starting", True)
