@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -19,3 +20,28 @@ def read_new_lines(path: Path, offset: int, pending: bytes,
         chunk = f.read(max_bytes)
     lines = (pending + chunk).split(b"\n")
     return lines[:-1], offset + len(chunk), lines[-1]
+
+
+def read_lines_backwards(path: Path, max_bytes: int, block: int = 1 << 16) -> Iterator[bytes]:
+    """The complete lines of `path`, last first, from at most its last `max_bytes`; a last
+    line without its newline (a writer killed mid-line) is left out, and so is a first line
+    cut by `max_bytes`. Raises OSError."""
+    with open(path, "rb") as f:
+        end = f.seek(0, 2)
+        start = max(0, end - max_bytes)
+        position, tail = end, b""
+        seen_newline = False
+        while position > start:
+            size = min(block, position - start)
+            position -= size
+            f.seek(position)
+            lines = (f.read(size) + tail).split(b"\n")
+            if not seen_newline:
+                if len(lines) == 1:  # still inside the unfinished last line
+                    tail = lines[0]
+                    continue
+                lines, seen_newline = lines[:-1], True  # what follows the last newline
+            tail = lines[0]  # may go on in the block before
+            yield from reversed(lines[1:])
+        if start == 0 and seen_newline and tail:
+            yield tail

@@ -27,7 +27,7 @@ from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.host import host_sample, process_rows
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import control
-from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 
 TICK_S = 0.25
@@ -156,7 +156,6 @@ class Supervisor:
         recorded as "ended". The logs are read on from the last `log_offsets` mark; step lines
         the old supervisor had already recorded are not recorded again.
         """
-        from neurotui.session.reader import SessionReader
         from neurotui.session.status import pid_alive
 
         pid, created = self.meta.get("job_pid"), self.meta.get("job_create_time")
@@ -164,14 +163,9 @@ class Supervisor:
             print("neurotui: nothing to adopt: the job is not running", file=sys.stderr)
             return False
         assert isinstance(pid, int)
-        reader = SessionReader(self.dir, telemetry_history=1).load()
         self.attempt = int(self.meta.get("attempt") or 0)
-        mark = reader.last("log_offsets")
-        steps = reader.steps()
-        logged = steps[(steps["src"] == "log") & (steps["attempt"] == self.attempt)]
         self.follower.attempt = self.attempt
-        self.follower.resume(dict(mark["files"]) if mark else None,
-                             logged.groupby("rank")["step"].max().astype(int).to_dict())
+        self.follower.resume(*resume_point(self.dir / layout.EVENTS, self.attempt))
         self.tree = JobTree(pid)
         self.adopted_pid = pid
         update_meta(self.dir, adopted_at=time.time())

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from neurotui.session import layout
-from neurotui.session.tailing import read_new_lines
+from neurotui.session.tailing import read_lines_backwards, read_new_lines
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
 
@@ -17,6 +18,40 @@ _TAIL_LINES = 20
 LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
 replay shows of the logs at its cursor. Log lines carry no time of their own."""
+_RESUME_LOOKBACK_S = 60.0
+_RESUME_SCAN_BYTES = 64 << 20
+
+
+def resume_point(events: Path, attempt: int) -> tuple[dict[str, int] | None, dict[int, int]]:
+    """Where a dead supervisor's log following stood, for `LogFollower.resume`: its last
+    `log_offsets` mark (None: none), and per rank the last step of `attempt` it recorded from
+    the logs, from shortly before that mark on. Read backwards from the end of events.jsonl:
+    the last seconds of a long run, not all of it."""
+    mark: dict[str, int] | None = None
+    mark_t: float | None = None
+    steps: dict[int, int] = {}
+    with contextlib.suppress(OSError):  # no events file: nothing was recorded
+        for raw in read_lines_backwards(events, _RESUME_SCAN_BYTES):
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue  # a line cut by the old supervisor's death, or garbage
+            if not isinstance(record, dict):
+                continue
+            t = record.get("t")
+            if mark_t is not None and isinstance(t, (int, float)) and \
+                    t < mark_t - _RESUME_LOOKBACK_S:
+                break
+            files = record.get("files")
+            if record.get("kind") == "log_offsets" and mark is None and isinstance(files, dict):
+                mark = {str(k): v for k, v in files.items() if isinstance(v, int)}
+                mark_t = float(t) if isinstance(t, (int, float)) else None
+            elif record.get("kind") == "step" and record.get("src") == "log" and \
+                    record.get("attempt") == attempt:
+                rank, step = record.get("rank"), record.get("step")
+                if isinstance(rank, int) and isinstance(step, int):
+                    steps[rank] = max(steps.get(rank, step), step)
+    return mark, steps
 
 
 @dataclass

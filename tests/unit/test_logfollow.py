@@ -114,3 +114,22 @@ def test_resume_without_a_mark_starts_at_the_logs_ends(tmp_path: Path) -> None:
     follower.poll(2000.0)
     writer.close()
     assert list(SessionReader(session).load().steps()["step"]) == [2]
+
+
+def test_resume_point_is_read_from_the_end_of_the_events(tmp_path: Path) -> None:
+    from neurotui.supervisor.logfollow import resume_point
+
+    events = tmp_path / "events.jsonl"
+    writer = EventWriter(events)
+    writer.write("step", t=100.0, rank=0, step=1, src="log", attempt=0)  # long before: unread
+    for n in range(2, 40):
+        writer.write("step", t=200.0 + n, rank=n % 2, step=n, src="log", attempt=1)
+        if n == 30:
+            writer.write("log_offsets", t=230.5, files={"logs/launcher.log": 999})
+    writer.write("step", t=300.0, rank=5, step=7, src="probe", attempt=1)  # not from a log
+    writer.close()
+    with open(events, "a") as f:
+        f.write('{"t": 301.0, "kind": "st')  # the old supervisor died mid-line
+    assert resume_point(events, attempt=1) == ({"logs/launcher.log": 999}, {0: 38, 1: 39})
+    assert resume_point(events, attempt=0) == ({"logs/launcher.log": 999}, {})
+    assert resume_point(tmp_path / "missing.jsonl", attempt=0) == (None, {})

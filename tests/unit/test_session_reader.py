@@ -263,3 +263,16 @@ def test_first_read_says_how_far_it_got(tmp_path: Path,
     seen.clear()
     reader.poll()
     assert seen == [None]  # later polls read a little: no progress to show
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 16])
+def test_lines_backwards_whole_lines_last_first(tmp_path: Path, block: int) -> None:
+    from neurotui.session.tailing import read_lines_backwards
+
+    path = tmp_path / "f"
+    path.write_bytes(b"a\nbb\nccc\ndddd\ncut mid-li")  # a writer killed mid-line
+    assert list(read_lines_backwards(path, 1 << 20, block)) == [b"dddd", b"ccc", b"bb", b"a"]
+    # From the last 17 bytes ("cc\ndddd\ncut mid-li"): the cut first line "cc" goes too.
+    assert list(read_lines_backwards(path, 17, block)) == [b"dddd"]
+    path.write_bytes(b"no newline at all")
+    assert list(read_lines_backwards(path, 1 << 20, block)) == []
