@@ -96,6 +96,7 @@ class Supervisor:
                                        on_instance_type=self._instance_detected)
             if self.adopt and not self._adopt():
                 return 1
+            adopted = False
             while True:
                 try:
                     if self.adopted_pid is None:
