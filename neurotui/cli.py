@@ -395,7 +395,6 @@ def _user() -> str | None:
         return None
 
 
-
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

@@ -70,4 +70,3 @@ def follow(reader: SessionReader, *, interval_s: float = 5.0, out: TextIO = sys.
                 print(progress_line(reader, time.time()), file=out, flush=True)
             return ended
         time.sleep(min(1.0, interval_s))
-

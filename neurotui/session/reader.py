@@ -244,10 +244,10 @@ class SessionReader:
         self.telemetry_history = telemetry_history
         self.use_cache = use_cache
         self.cache_state = "unused"
+        """'unused', 'restored', 'written' or 'restored+written' (after the first poll)."""
         self.first_read: tuple[int, int] | None = None
         """(bytes read, bytes to read) while the first poll reads the files: a long run
         without a cache takes seconds, and a view says how far it got. None otherwise."""
-        """'unused', 'restored', 'written' or 'restored+written' (after the first poll)."""
         self._polled = False
         self._tails: dict[Path, _Tail] = {}
         self._new = _StepColumns()

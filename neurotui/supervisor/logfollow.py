@@ -57,6 +57,7 @@ def resume_point(events: Path, attempt: int) -> tuple[dict[str, int] | None, dic
 @dataclass
 class _Followed:
     path: Path
+    name: str  # relative to the session, as `log_offsets` names it
     rank: int | None  # None: the launcher's combined output, ranks from line prefixes
     offset: int = 0
     pending: bytes = b""
@@ -85,12 +86,11 @@ class LogFollower:
         a rank's step already recorded (`recorded_steps`: lines past the mark it had read)."""
         self._discover()
         for followed in self._files.values():
-            name = followed.path.relative_to(self.session_dir).as_posix()
             if offsets is None:
                 with contextlib.suppress(OSError):
                     followed.offset = followed.path.stat().st_size
             else:
-                followed.offset = int(offsets.get(name, 0))
+                followed.offset = int(offsets.get(followed.name, 0))
         self._marked = dict(offsets or {})
         self._recorded_steps = dict(recorded_steps)
         self._step_counters.update(recorded_steps)  # lines without a step number count on
@@ -109,8 +109,8 @@ class LogFollower:
 
     def _mark(self, now: float) -> None:
         """Record the end of each log's complete lines, if any log grew since the last mark."""
-        offsets = {followed.path.relative_to(self.session_dir).as_posix():
-                   followed.offset - len(followed.pending) for followed in self._files.values()}
+        offsets = {followed.name: followed.offset - len(followed.pending)
+                   for followed in self._files.values()}
         if offsets != self._marked:
             self.writer.write("log_offsets", t=now, files=offsets)
             self._marked = offsets
@@ -119,11 +119,12 @@ class LogFollower:
     def _discover(self) -> None:
         launcher = self.session_dir / layout.LAUNCHER_LOG
         if launcher not in self._files and launcher.exists():
-            self._files[launcher] = _Followed(launcher, None)
+            self._files[launcher] = _Followed(launcher, layout.LAUNCHER_LOG, None)
         for rank, paths in layout.rank_log_files(self.session_dir).items():
             for path in paths:
                 if path not in self._files:
-                    self._files[path] = _Followed(path, rank)
+                    self._files[path] = _Followed(
+                        path, path.relative_to(self.session_dir).as_posix(), rank)
 
     def _read(self, followed: _Followed, now: float) -> None:
         try:

@@ -38,6 +38,13 @@ async def frame(pilot: Pilot[object]) -> str:
     return screen_text(pilot.app)
 
 
+async def answer_go_to(pilot: Pilot[object], where: str) -> None:
+    """`g`, then `where` typed into the prompt and entered."""
+    await pilot.press("g")
+    await pilot.pause()
+    await pilot.press(*where, "enter")
+
+
 def bar_text(app: ReplayApp) -> str:
     return str(app.bar.render())
 
@@ -78,9 +85,7 @@ async def test_go_to_a_step_and_a_time(ended: Path) -> None:
         assert "step 50/500" in text
         assert app.replay_clock is not None
         assert app.replay_clock.now() == app.timeline.time_of_step(50)  # type: ignore[union-attr]
-        await pilot.press("g")
-        await pilot.pause()
-        await pilot.press(*"0:30", "enter")
+        await answer_go_to(pilot, "0:30")
         text = await frame(pilot)
         assert app.replay_clock.now() == T0 + 30
         assert "00:00:30" in text and ("WARM-UP" in text or "STEADY" in text)
@@ -90,9 +95,7 @@ async def test_go_to_rejects_nonsense_and_stays_open(ended: Path) -> None:
     app = replay(ended)
     async with app.run_test(size=(100, 30)) as pilot:
         await frame(pilot)
-        await pilot.press("g")
-        await pilot.pause()
-        await pilot.press(*"step 9999", "enter")
+        await answer_go_to(pilot, "step 9999")
         await pilot.pause()
         assert isinstance(app.screen, GoTo)
         assert "step 9,999 was never reached" in screen_text(app)
@@ -265,9 +268,7 @@ async def test_the_log_stands_as_it_was_written_at_the_cursor(tmp_path: Path) ->
             if where == "end":
                 await pilot.press("end")
             else:
-                await pilot.press("g")
-                await pilot.pause()
-                await pilot.press(*where, "enter")
+                await answer_go_to(pilot, where)
             text = await frame(pilot)
             assert log_lines(app)[-1] == f"training line {last}", where
             assert f"training line {last + 1}" not in text, where

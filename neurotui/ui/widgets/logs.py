@@ -19,13 +19,13 @@ class LogPanel(RichLog):
     }
     """
 
-    def __init__(self, label: str = "Log") -> None:
-        """`label` starts the title ("Log"; a replay says its log is the whole run's)."""
+    def __init__(self) -> None:
         super().__init__(max_lines=MAX_LINES, wrap=False, markup=False, highlight=False,
                          auto_scroll=False, id="logs")
         self.choice: LogChoice | None = None
-        self.label = label
-        self.border_title = label
+        self.label = "Log"
+        """Starts the title; a replay of a recording without log times says "whole run"."""
+        self.border_title = self.label
 
     def on_mount(self) -> None:
         # Anchored rather than auto-scrolled: the last line stays in view when the panel
