@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--step-target", type=int, help="steps the run will take (for ETA)")
     run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
+    run.add_argument("--no-auto-probe", action="store_true",
+                     help="do not time each optimizer step inside the ranks (the automatic "
+                          "probe: on by default for any PyTorch job)")
     run.add_argument("--detach", action="store_true", help="start, print the session, return")
     add_display_options(run)
     price = run.add_argument_group("price (default: detect the instance, built-in price table)")
@@ -188,7 +191,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "max_restarts": args.max_restarts, "restart_backoff_s": args.restart_backoff,
         "stop_timeout_s": args.stop_timeout, "kill_timeout_s": args.stop_timeout,
         "step_target": step_target, "preset": args.preset, "env": env,
-        "step_patterns": args.step_pattern or None})
+        "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe})
     supervisor = start_supervisor(session_dir)
     if not wait_started(session_dir, supervisor):
         return 1

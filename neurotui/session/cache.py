@@ -30,14 +30,14 @@ import pandas as pd
 
 CACHE_DIR = ".cache"
 STAMP = "stamp.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 MIN_SOURCE_BYTES = 8 << 20
 """Sessions with less JSON-lines data than this parse in well under a second: not cached."""
 RUNNING_MIN_NEW_BYTES = 64 << 20
 """A running session is cached (for the next attach) only after reading this much anew."""
 _FINGERPRINT_BYTES = 4096
 # The only files a stamp may name: a cache copied in from elsewhere cannot point outside.
-_SOURCE_NAME = re.compile(r"^(events\.jsonl|probe/rank-\d+\.jsonl)$")
+_SOURCE_NAME = re.compile(r"^(events\.jsonl|probe/(auto-)?rank-\d+\.jsonl)$")
 _STEP_INTS = {"rank": "int32", "step": "int64", "attempt": "int32"}
 _STEP_COLUMNS = ("t", "rank", "step", "samples", "loss", "dt", "src", "attempt")
 
@@ -73,8 +73,8 @@ class CachedRead:
     """Columns stream (index into `sources`), offset, length, kind (index into `kinds`)."""
     kinds: list[str]
     problems: dict[str, Any]
-    probed_ranks: list[int] = field(default_factory=list)
-    logged_ranks: list[int] = field(default_factory=list)
+    rank_sources: dict[int, list[int]] = field(default_factory=dict)
+    """Per rank, the `src` codes of the steps taken (the reader keeps the best one's)."""
 
 
 def cache_dir(session_dir: Path) -> Path:
@@ -149,8 +149,8 @@ def load(session_dir: Path) -> CachedRead | None:
         release_arrow_memory()  # the tables are converted: before the caller's big allocations
         return CachedRead(sources=sources, steps=steps, phases=phases, events=events,
                           kinds=list(stamp["kinds"]), problems=dict(stamp["problems"]),
-                          probed_ranks=[int(r) for r in stamp["probed_ranks"]],
-                          logged_ranks=[int(r) for r in stamp["logged_ranks"]])
+                          rank_sources={int(r): [int(c) for c in codes]
+                                        for r, codes in stamp["rank_sources"].items()})
     except Exception:  # stale, half-deleted by a concurrent writer, foreign, no pyarrow...
         return None
 
@@ -204,8 +204,8 @@ def save(session_dir: Path, read: CachedRead) -> bool:
         stamp = {"version": CACHE_VERSION, "token": token,
                  "sources": [s.to_json() for s in read.sources], "kinds": read.kinds,
                  "src_categories": [str(c) for c in read.steps["src"].cat.categories],
-                 "problems": read.problems, "probed_ranks": sorted(read.probed_ranks),
-                 "logged_ranks": sorted(read.logged_ranks)}
+                 "problems": read.problems,
+                 "rank_sources": {str(r): c for r, c in sorted(read.rank_sources.items())}}
         tmp = folder / f".{STAMP}.{token}.tmp"
         written.append(tmp)
         tmp.write_text(json.dumps(stamp), "utf-8")

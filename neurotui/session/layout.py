@@ -16,17 +16,21 @@ CONTROL_SOCKET = "control.sock"
 
 # torchrun --log-dir layout: <dir>/<run_id>_<suffix>/attempt_<k>/<local_rank>/{stdout,stderr}.log
 _TORCHRUN_RANK_LOG = re.compile(r"attempt_(\d+)/(\d+)/(stdout|stderr)\.log$")
-_PROBE_FILE = re.compile(r"rank-(\d+)\.jsonl$")
+_PROBE_FILE = re.compile(r"^rank-(\d+)\.jsonl$")
+_AUTO_PROBE_FILE = re.compile(r"^auto-rank-(\d+)\.jsonl$")
 
 
 def probe_path(session_dir: Path, rank: int) -> Path:
     return session_dir / PROBE_DIR / f"rank-{rank}.jsonl"
 
 
-def probe_files(session_dir: Path) -> dict[int, Path]:
+def probe_files(session_dir: Path, *, auto: bool = False) -> dict[int, Path]:
+    """Rank -> the steps it wrote through neurotui.probe (probe/rank-R.jsonl), or with
+    `auto`, through the automatic probe (probe/auto-rank-R.jsonl)."""
+    pattern = _AUTO_PROBE_FILE if auto else _PROBE_FILE
     found: dict[int, Path] = {}
-    for path in (session_dir / PROBE_DIR).glob("rank-*.jsonl"):
-        m = _PROBE_FILE.search(path.name)
+    for path in (session_dir / PROBE_DIR).glob("*.jsonl"):
+        m = pattern.match(path.name)
         if m:
             found[int(m.group(1))] = path
     return found

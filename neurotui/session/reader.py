@@ -36,7 +36,7 @@ from neurotui.session.writer import FORMAT_VERSION
 KNOWN_KINDS = frozenset({
     "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
     "host", "procs", "neuron", "gpu", "neuron_devices", "source_status", "warning",
-    "instance", "log_offsets",
+    "instance", "log_offsets", "probe_info",
 })
 STEP_COLUMNS = ("t", "rank", "step", "samples", "loss", "dt", "src", "attempt")
 # High-rate telemetry kept live: the dashboard shows the recent past; replay reads the files.
@@ -45,7 +45,13 @@ LOG_OFFSETS = "log_offsets"
 BOUNDED_KINDS = TELEMETRY_KINDS | {LOG_OFFSETS}
 """Kinds written every second or so, all of them kept only the last `telemetry_history`."""
 DEFAULT_TELEMETRY_HISTORY = 3600
-_SOURCES = ("probe", "log")
+_SOURCES = ("probe", "log", "auto")
+"""Where a step row came from (the `src` codes, in this order: codes are cached, so a new source
+is appended): the script's own `neurotui.probe` calls, its log lines, the automatic probe."""
+_PROBE, _LOG, _AUTO = range(3)
+_PRECEDENCE = {_PROBE: 0, _AUTO: 1, _LOG: 2}
+"""Of a rank's steps, only the best source's are kept: the explicit probe, then the automatic
+one, then log lines (whose losses are still kept on the automatic probe's rows)."""
 _MAX_BAD_LOCATIONS = 5
 # Codes of the non-step kinds in the event index (what the cache keeps of them).
 _INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
@@ -254,14 +260,18 @@ class SessionReader:
         self._steps_df = _StepColumns().frame()
         self._phases_df: pd.DataFrame | None = None
         self._new_phases = _PhaseColumns()
-        self._probed_ranks: set[int] = set()
-        self._logged_ranks: set[int] = set()
-        self._purge_log_ranks: set[int] = set()
+        self._rank_sources: dict[int, set[int]] = {}
+        """Per rank, the sources whose steps were taken (the best of them is kept)."""
+        self._purge: dict[int, int] = {}
+        """Rank -> its new best source: rows of worse sources go at the next flush."""
+        self._log_losses: list[tuple[float, int, float]] = []
+        """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
         self._streaming = False
         """True once take_steps() was called: steps are handed out, not kept."""
-        self._handed_log_ranks: set[int] = set()
+        self._handed: dict[int, set[int]] = {}
+        """Per rank, the sources of rows already handed out by take_steps()."""
         self._voided = False
-        """Log rows already handed out were dropped since: take_steps() says start over."""
+        """Rows already handed out were dropped since: take_steps() says start over."""
         self._index = _EventIndex()
         self.events: dict[str, list[dict[str, Any]] | deque[dict[str, Any]]] = {}
 
@@ -315,6 +325,7 @@ class SessionReader:
     def _stream_paths(self) -> Iterable[Path]:
         yield self.dir / layout.EVENTS
         yield from (p for _, p in sorted(layout.probe_files(self.dir).items()))
+        yield from (p for _, p in sorted(layout.probe_files(self.dir, auto=True).items()))
 
     def _read_tail(self, tail: _Tail) -> int:
         """Take the complete lines appended to one stream; a partial last line waits."""
@@ -364,8 +375,7 @@ class SessionReader:
         self._index = _EventIndex.from_frame(read.events.assign(
             kind=codes[read.events["kind"].to_numpy(dtype="int64")]))
         self.events = events
-        self._probed_ranks = set(read.probed_ranks)
-        self._logged_ranks = set(read.logged_ranks)
+        self._rank_sources = {rank: set(codes) for rank, codes in read.rank_sources.items()}
         p = read.problems
         self.problems.bad_lines = int(p.get("bad_lines", 0))
         self.problems.truncated_lines = int(p.get("truncated_lines", 0))
@@ -440,7 +450,7 @@ class SessionReader:
                       "truncated_lines": problems.truncated_lines,
                       "unknown_kinds": dict(problems.unknown_kinds),
                       "locations": list(problems.locations)},
-            probed_ranks=sorted(self._probed_ranks), logged_ranks=sorted(self._logged_ranks))
+            rank_sources={rank: sorted(codes) for rank, codes in self._rank_sources.items()})
         if cache.save(self.dir, read):
             self.cache_state = ("restored+" if self.cache_state == "restored" else "") + "written"
 
@@ -489,17 +499,12 @@ class SessionReader:
         except (KeyError, TypeError, ValueError):
             self._bad(tail, "bad step")
             return 0
-        # A rank that reports through the probe is not counted again from its log lines.
-        src = 0 if r.get("src") == "probe" else 1
-        if src == 1:
-            if rank in self._probed_ranks:
-                return 0
-            self._logged_ranks.add(rank)
-        elif rank not in self._probed_ranks:
-            self._probed_ranks.add(rank)
-            if rank in self._logged_ranks:
-                self._purge_log_ranks.add(rank)
-                self._voided |= rank in self._handed_log_ranks
+        src = _SOURCE_CODES.get(r.get("src"), _LOG)
+        if not self._keep_source(rank, src):
+            if src == _LOG and math.isfinite(values[1]) and \
+                    min(self._rank_sources[rank], key=_PRECEDENCE.__getitem__) == _AUTO:
+                self._log_losses.append((t, rank, values[1]))
+            return 0
         new = self._new
         new.t.append(t)
         new.rank.append(rank)
@@ -514,10 +519,25 @@ class SessionReader:
             self._new_phases.append(t, rank, phases)
         return 1
 
+    def _keep_source(self, rank: int, src: int) -> bool:
+        """Whether a `src` step row of `rank` is kept: a rank's steps come from its best source
+        (_PRECEDENCE); rows of worse sources taken before the better one appeared go."""
+        seen = self._rank_sources.setdefault(rank, set())
+        if src in seen:
+            return all(_PRECEDENCE[src] <= _PRECEDENCE[other] for other in seen)
+        if any(_PRECEDENCE[other] < _PRECEDENCE[src] for other in seen):
+            return False
+        if seen:  # a better source than every one so far: theirs go
+            self._purge[rank] = src
+            self._voided |= bool(self._handed.get(rank, set()) - {src})
+        seen.add(src)
+        return True
+
     # -- views ---------------------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
-        """One row per rank per step, in time order, probe records winning over log-parsed
-        ones of the same rank. Treat it as read-only: it is shared between calls."""
+        """One row per rank per step, in time order, from each rank's best source (the probe,
+        then the automatic probe, then log lines). Treat it as read-only: it is shared between
+        calls."""
         self._refuse_if_streaming("steps")
         return self._flush_steps()
 
@@ -532,7 +552,8 @@ class SessionReader:
         For a follower that keeps its own running figures (the dashboard): from the first call
         on, this reader hands its steps out instead of keeping them, so `steps()` and
         `phases()` refuse. None when rows already handed out have been dropped since (a rank's
-        log rows, once its probe reported): the follower must start over with a new reader.
+        log or automatic rows, once a better source reported): the follower must start over
+        with a new reader.
         """
         self._streaming = True
         if self._voided:
@@ -540,8 +561,12 @@ class SessionReader:
         steps, phases = self._flush_steps(), self._flush_phases()
         self._steps_df = _StepColumns().frame()  # not steps.iloc[:0]: a view keeps it all
         self._phases_df = None
-        logged = steps["rank"].to_numpy()[(steps["src"] == "log").to_numpy()]
-        self._handed_log_ranks.update(int(r) for r in np.unique(logged))
+        if len(steps):
+            pairs = np.unique(np.stack([steps["rank"].to_numpy(dtype=np.int64),
+                                        steps["src"].cat.codes.to_numpy(dtype=np.int64)]),
+                              axis=1)
+            for rank, src in pairs.T:
+                self._handed.setdefault(int(rank), set()).add(int(src))
         return TakenSteps(steps, phases)
 
     def reopened(self) -> SessionReader:
@@ -559,10 +584,19 @@ class SessionReader:
         """The step table, with the rows waiting in typed arrays merged in."""
         df = self._steps_df
         if len(self._new):
-            df = _merge_in_time_order(df, self._new.frame())
-        if self._purge_log_ranks:  # once per rank: its probe records arrived after log ones
-            df = df[~(df["rank"].isin(self._purge_log_ranks) & (df["src"] == "log"))]
-            self._purge_log_ranks.clear()
+            chunk = self._new.frame()
+            if self._log_losses:
+                _put_log_losses(chunk, self._log_losses)
+                self._log_losses.clear()
+            df = _merge_in_time_order(df, chunk)
+        if self._purge:  # once per rank: a better source appeared after rows of worse ones
+            rank = df["rank"].to_numpy()
+            rank_order = df["src"].cat.codes.map(_PRECEDENCE).to_numpy()
+            drop = np.zeros(len(df), dtype=bool)
+            for r, best in self._purge.items():
+                drop |= (rank == r) & (rank_order > _PRECEDENCE[best])
+            df = df[~drop]
+            self._purge.clear()
         if df is not self._steps_df:
             self._steps_df = df.reset_index(drop=True)
         return self._steps_df
@@ -595,6 +629,27 @@ class SessionReader:
             paths[tail.sid] = tail.path
         return (paths, mine["stream"].to_numpy(), mine["offset"].to_numpy(),
                 mine["length"].to_numpy())
+
+
+_SOURCE_CODES = {name: code for code, name in enumerate(_SOURCES)}
+
+
+def _put_log_losses(chunk: pd.DataFrame, losses: list[tuple[float, int, float]]) -> None:
+    """Each log-printed loss onto the automatic probe's row of that rank just before it, where
+    that row has none: the loss a script prints belongs to the step it just took. A loss whose
+    row was handed out by an earlier flush is not placed (it would land on a later step)."""
+    auto = (chunk["src"].cat.codes == _AUTO).to_numpy()
+    rank = chunk["rank"].to_numpy()
+    t = chunk["t"].to_numpy()
+    loss = chunk["loss"].to_numpy()  # the frame's own array: written in place
+    by_rank: dict[int, np.ndarray] = {}
+    for log_t, log_rank, value in losses:
+        rows = by_rank.get(log_rank)
+        if rows is None:
+            rows = by_rank[log_rank] = np.flatnonzero(auto & (rank == log_rank))
+        at = int(np.searchsorted(t[rows], log_t, side="right")) - 1
+        if at >= 0 and math.isnan(loss[rows[at]]):
+            loss[rows[at]] = value
 
 
 def _size(path: Path) -> int:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neurotui import autoprobe
 from neurotui.collect.telemetry import Telemetry
 from neurotui.pricing.record import price_record
 from neurotui.pricing.resolve import resolve_price
@@ -65,6 +66,7 @@ class Supervisor:
         self.stop_plan = StopPlan(float(config.get("stop_timeout_s", 20.0)),
                                   float(config.get("kill_timeout_s", 10.0)))
         self.job_env: dict[str, str] = dict(config.get("env") or {})
+        self.auto_probe = bool(config.get("auto_probe", True))
         self.writer = EventWriter(self.dir / layout.EVENTS)
         self.parser = (StepLineParser.from_patterns(config["step_patterns"])
                        if config.get("step_patterns") else StepLineParser.default())
@@ -132,9 +134,10 @@ class Supervisor:
             self._close()
 
     def _launch(self) -> None:
-        env = {**os.environ, **self.job_env,
-               "NEUROTUI_SESSION": str(self.dir), "NEUROTUI_ATTEMPT": str(self.attempt),
-               "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}
+        env = autoprobe.job_env({
+            **os.environ, **self.job_env,
+            "NEUROTUI_SESSION": str(self.dir), "NEUROTUI_ATTEMPT": str(self.attempt),
+            "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}, self.auto_probe)
         log_path = self.dir / layout.LAUNCHER_LOG
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:

@@ -74,7 +74,7 @@ def test_the_first_load_writes_the_cache_and_the_next_restores_it(tmp_path: Path
     again = assert_same_read(d)
     assert again.cache_state == "restored"
     assert len(again.steps()) == 60
-    assert list(again.steps()["src"].cat.categories) == ["probe", "log"]
+    assert list(again.steps()["src"].cat.categories) == ["probe", "log", "auto"]
     assert again.problems.bad_lines == 1 and again.problems.unknown_kinds["future_kind"] == 1
     assert again.problems.locations == ["events.jsonl:3 (not JSON)"]
     assert [e["procs"][0]["cpu"] for e in again.events["procs"]] == [0, 1, 2, 3, 4]

@@ -1,0 +1,272 @@
+"""neurotui's automatic probe: one step record per optimizer step, from inside each rank.
+
+Armed by neurotui's sitecustomize in the processes of a job neurotui launched. It does nothing
+until the process imports torch; then it hooks:
+
+- every optimizer's `step()`, through torch's public global post-hook
+  (`torch.optim.optimizer.register_optimizer_step_post_hook`): the step's completion time;
+- every batch a DataLoader iterator hands out (and, under torch-xla, every batch its device
+  loader hands the training loop): the first dimension of the batch's first tensor, summed
+  per thread until that thread steps an optimizer, so gradient-accumulation micro-batches add
+  up, and batches that torch-xla's loader thread prefetches are counted once, when the
+  training loop takes them.
+
+It never reads a tensor's value and never forces a device sync: shapes are known on the host.
+Under XLA the times are therefore host-side (when the step was traced and dispatched); in
+steady state the host runs at the device's pace, so their rate is the training's rate.
+
+Records go to <session>/probe/auto-rank-<RANK>.jsonl with one os.write per step (O_APPEND),
+opened at the first optimizer step, so processes that never step an optimizer (the torchrun
+launcher, DataLoader workers) write nothing. Any error switches the probe off for the rest of
+the process: it never raises into training. Standard library only (torch is used only once the
+job itself imported it), because the job's Python may not be able to import neurotui.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import threading
+import time
+from time import perf_counter
+from typing import Any
+
+SESSION_ENV = "NEUROTUI_SESSION"
+ENABLE_ENV = "NEUROTUI_AUTO_PROBE"
+ATTEMPT_ENV = "NEUROTUI_ATTEMPT"
+
+_MAX_BATCH_DEPTH = 4  # how deep into nested tuples/dicts to look for the first tensor
+
+_state: _Probe | None = None
+
+
+def arm() -> None:
+    """Watch for torch (and torch-xla) being imported; hook them when they are."""
+    global _state
+    if _state is not None or os.environ.get(ENABLE_ENV) != "1" or \
+            not os.environ.get(SESSION_ENV):
+        return
+    _state = _Probe(os.environ[SESSION_ENV])
+    if "torch" in sys.modules:  # imported before us (unusual): hook it now
+        _state.on_import("torch", sys.modules["torch"])
+    sys.meta_path.insert(0, _ImportWatcher(_state))
+
+
+class _ImportWatcher(importlib.abc.MetaPathFinder):
+    """Calls `probe.on_import` right after a watched module has been executed.
+
+    It finds the module's spec through the other finders, then wraps only that loader
+    instance's `exec_module`, so the module, its loader and its spec stay torch's own."""
+
+    WATCHED = ("torch", "torch_xla.distributed.parallel_loader")
+
+    def __init__(self, probe: _Probe) -> None:
+        self.probe = probe
+        self.pending = set(self.WATCHED)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self.pending:
+            return None
+        self.pending.discard(fullname)
+        if not self.pending:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self)
+        spec = None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+        probe = self.probe
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            with contextlib.suppress(AttributeError):
+                del loader.exec_module  # back to the loader's own method
+            probe.on_import(fullname, module)
+
+        # A loader that takes no attributes: that module is left alone.
+        with contextlib.suppress(AttributeError, TypeError):
+            loader.exec_module = exec_module
+        return spec
+
+
+class _Probe:
+    def __init__(self, session_dir: str) -> None:
+        self.session_dir = session_dir
+        self.on = True
+        self.fd: int | None = None
+        self.rank = 0
+        self.local_rank = 0
+        self.attempt = 0
+        self.step = 0
+        self.last_t: float | None = None
+        self.primary: int | None = None  # id() of the optimizer whose steps are counted
+        self.others: dict[int, str] = {}  # other optimizers seen stepping: id -> class name
+        # Per thread: samples handed out and seconds waited in the loader since its last
+        # optimizer step (a loader's own prefetch thread never steps: its batches stay there).
+        self.local = threading.local()
+        self.told_no_batches = False
+        self.tensor_type: type | None = None
+        self.primary_name = ""
+
+    # -- hooking -----------------------------------------------------------------------------
+    def on_import(self, name: str, module: Any) -> None:
+        try:
+            if name == "torch":
+                self._hook_torch(module)
+            elif name == "torch_xla.distributed.parallel_loader":
+                self._hook_iterator(getattr(module, "PerDeviceLoader", None))
+        except Exception:
+            self.on = False
+
+    def _hook_torch(self, torch: Any) -> None:
+        self.tensor_type = torch.Tensor
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+        register_optimizer_step_post_hook(self.on_step)
+        self._hook_iterator(_BaseDataLoaderIter)
+
+    def _hook_iterator(self, cls: type | None) -> None:
+        original = getattr(cls, "__next__", None)
+        if cls is None or original is None or getattr(original, "_neurotui", False):
+            return
+        count = self.count_batch
+        local = self.local
+
+        def __next__(it: Any) -> Any:
+            if getattr(local, "inside", False):  # a hooked iterator inside another: once
+                return original(it)
+            local.inside = True
+            start = perf_counter()
+            try:
+                batch = original(it)
+            finally:
+                local.inside = False
+            count(batch, perf_counter() - start)
+            return batch
+
+        __next__._neurotui = True  # type: ignore[attr-defined]
+        __next__.__wrapped__ = original  # type: ignore[attr-defined]
+        cls.__next__ = __next__  # type: ignore[method-assign]
+
+    # -- the two hot paths ---------------------------------------------------------------
+    def count_batch(self, batch: Any, waited: float) -> None:
+        """A batch handed out in this thread, after `waited` seconds in the loader."""
+        if not self.on:
+            return
+        try:
+            local = self.local
+            local.waited = (getattr(local, "waited", None) or 0.0) + waited
+            n = self._first_dim(batch, 0)
+            if n is not None:
+                local.samples = (getattr(local, "samples", None) or 0) + n
+        except Exception:
+            self.on = False
+
+    def on_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.on:
+            return
+        try:
+            now = time.time()
+            key = id(optimizer)
+            if self.primary is None:
+                self._first_step(optimizer, now)
+            if key != self.primary:
+                if key not in self.others:
+                    self.others[key] = type(optimizer).__name__
+                    self._info(now, "optimizers", count=len(self.others) + 1, message=(
+                        f"{len(self.others) + 1} optimizers step in this rank; a step is "
+                        "counted each time the first one to step does "
+                        f"({self.primary_name}), the others "
+                        f"({', '.join(sorted(set(self.others.values())))}) are not counted"))
+                return
+            local = self.local
+            samples = getattr(local, "samples", None)
+            waited = getattr(local, "waited", None)
+            local.samples = local.waited = None
+            if samples is None and not self.told_no_batches:
+                self.told_no_batches = True
+                self._info(now, "no_batches", message=(
+                    "the optimizer stepped with no DataLoader batch taken since its last step "
+                    "in this thread: samples per step are unknown (give --samples-per-step)"))
+            self.step += 1
+            if self.last_t is None:
+                dt = phases = "null"
+            else:
+                elapsed = now - self.last_t
+                dt = repr(elapsed)
+                # The study's "step" (batch in hand to optimizer step done) and the time spent
+                # waiting in the loader (on XLA the previous step's graph runs there).
+                phases = ("null" if waited is None else
+                          f'{{"data":{waited!r},"step":{max(0.0, elapsed - waited)!r}}}')
+            self.last_t = now
+            line = (f'{{"t":{now!r},"kind":"step","rank":{self.rank},'
+                    f'"local_rank":{self.local_rank},"step":{self.step},'
+                    f'"samples":{"null" if samples is None else samples},"loss":null,'
+                    f'"dt":{dt},"phases":{phases},"src":"auto","attempt":{self.attempt}}}\n')
+            os.write(self.fd, line.encode())  # type: ignore[arg-type]
+        except Exception:
+            self.on = False
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _first_step(self, optimizer: Any, now: float) -> None:
+        """Open this rank's file and say what is being timed."""
+        self.primary = id(optimizer)
+        self.primary_name = type(optimizer).__name__
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", str(self.rank)))
+        self.attempt = int(os.environ.get(ATTEMPT_ENV, "0"))
+        probe_dir = os.path.join(self.session_dir, "probe")
+        os.makedirs(probe_dir, exist_ok=True)
+        self.fd = os.open(os.path.join(probe_dir, f"auto-rank-{self.rank}.jsonl"),
+                          os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        device = _device_type(optimizer)
+        asynchronous = device in ("xla", "cuda")
+        self._info(now, "armed", optimizer=self.primary_name, device=device, timing="host",
+                   pid=os.getpid(), message=(
+                       f"steps timed at each {self.primary_name}.step() on the host"
+                       + (f" ({device} runs the step asynchronously: the times are host-side, "
+                          "and their steady rate is the training's rate)" if asynchronous
+                          else "")))
+
+    def _info(self, now: float, what: str, **fields: Any) -> None:
+        record = {"t": now, "kind": "probe_info", "rank": self.rank,
+                  "attempt": self.attempt, "what": what, **fields}
+        os.write(self.fd, (json.dumps(record) + "\n").encode())  # type: ignore[arg-type]
+
+    def _first_dim(self, obj: Any, depth: int) -> int | None:
+        """The first dimension of the first tensor in a batch (tuple, list, dict, ...)."""
+        if self.tensor_type is not None and isinstance(obj, self.tensor_type):
+            shape = obj.shape  # known on the host: no device sync, no value read
+            return int(shape[0]) if len(shape) else None
+        if depth >= _MAX_BATCH_DEPTH or isinstance(obj, (str, bytes)):
+            return None
+        if isinstance(obj, dict) or (hasattr(obj, "values") and hasattr(obj, "keys")):
+            items = obj.values()
+        elif isinstance(obj, (list, tuple)):
+            items = obj
+        else:
+            return None
+        for item in items:
+            n = self._first_dim(item, depth + 1)
+            if n is not None:
+                return n
+        return None
+
+
+def _device_type(optimizer: Any) -> str | None:
+    try:
+        return str(optimizer.param_groups[0]["params"][0].device.type)
+    except Exception:
+        return None
