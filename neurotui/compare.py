@@ -77,10 +77,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("relative_price_performance", "RELATIVE", "ratio"),
 )
 """What `neurotui compare` shows, in order. Data rows hold these keys and EXTRA_KEYS."""
-EXTRA_KEYS = ("cores_available", "baseline", "problems", "path")
+EXTRA_KEYS = ("step_source", "step_time_without_data_s", "cores_available", "baseline",
+              "problems", "path")
 """Also in every row (CSV, JSON, DataFrame), not in the text table."""
 _INT_KEYS = ("cores_used", "workers", "cores_available")
-_TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "problems", "path")
+_TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source", "problems",
+              "path")
 
 
 @dataclass
@@ -91,6 +93,9 @@ class LoadedSession:
     meta: dict[str, Any]
     steps: pd.DataFrame
     compiles: pd.DataFrame
+    phases: pd.DataFrame
+    probe_info: list[dict[str, Any]]
+    """The automatic probe's notes: what it timed, on which device."""
     problems: str | None
     """The reader's summary of skipped lines, with file and line ("events.jsonl:2 ...")."""
     state: str
@@ -117,7 +122,9 @@ def load_session(path: Path) -> LoadedSession:
     if len(steps):
         times.append(float(steps["t"].max()))
     return LoadedSession(path=Path(path), meta=reader.meta, steps=steps,
-                         compiles=reader.frame("compile"), problems=reader.problems.summary(),
+                         compiles=reader.frame("compile"), phases=reader.phases(),
+                         probe_info=list(reader.events.get("probe_info", ())),
+                         problems=reader.problems.summary(),
                          state=session_status(path).state,
                          last_seen=max(times) if times else None)
 
@@ -185,7 +192,8 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         # Running: up to now. Ended without an end record (lost): up to its last record,
         # not to now, or its bill would grow for ever.
         end = (time.time() if now is None else now) if session.running else session.last_seen
-    figures = summarize(meta, session.steps, session.compiles, now=end)
+    figures = summarize(meta, session.steps, session.compiles, now=end, phases=session.phases,
+                        probe_info=session.probe_info)
     instance_type = (meta.get("instance") or {}).get("type")
     accelerator, cores_available = instance_figures(instance_type, table)
     return {
@@ -204,6 +212,8 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "samples_per_dollar_steady": figures["samples_per_dollar_steady"],
         "samples_per_dollar_all_in": figures["samples_per_dollar_all_in"],
         "relative_price_performance": None,
+        "step_source": figures["step_source"],
+        "step_time_without_data_s": figures["step_time_without_data_s"],
         "cores_available": cores_available,
         "baseline": False,
         "problems": session.problems,
@@ -357,6 +367,12 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
     notes.append("CORES: ranks used / cores of the instance. BATCH: samples per step, all ranks.")
     notes.append("STEP, SAMPLES/S, SAMPLES/$: steady state (steps 11.. of each rank); "
                  "ALL-IN: all samples over the whole bill, compile included.")
+    for r in rows:  # where each session's steps came from, and the study's own step time
+        if r.get("step_source"):
+            without = r.get("step_time_without_data_s")
+            notes.append(f"{r['session']}: steps from {r['step_source']}" + (
+                f"; step time less data wait (the study's own timing): {without * 1000:.1f} ms"
+                if _known(without) else ""))
     notes.extend(f"{r['session']}: {r['problems']}" for r in rows if r.get("problems"))
     return notes
 

@@ -42,6 +42,10 @@ def progress_line(reader: SessionReader, now: float) -> str:
             parts.append(f"{spd:,.0f} samples/$")
     else:
         parts.append("no price")
+    if len(steps):
+        source = metrics.step_sources(set(steps["src"].astype(str).unique()),
+                                      list(reader.events.get("probe_info", ())))
+        parts.append(f"steps from {source}")
     return " | ".join(parts)
 
 

@@ -356,6 +356,49 @@ def steady_state(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
     )
 
 
+def steady_step_time_without_data(steps: pd.DataFrame, phases: pd.DataFrame | None,
+                                  warmup_steps: int = DEFAULT_WARMUP_STEPS,
+                                  compiles: pd.DataFrame | None = None, *,
+                                  timed: bool = False) -> float | None:
+    """Mean steady step time less each step's wait for its batch (its `data` phase), or None
+    when no steady step reports one.
+
+    The reference study's own "average step time" times only the step's body, data loading
+    excluded; the automatic probe reports the loader wait as `data`. `timed`: `steps` comes
+    from with_step_time. Under torch-xla that wait
+    holds the previous step's graph execution too, so this is below the wall-clock step time
+    that throughput and cost are made of: it is shown beside them, never instead.
+    """
+    if not _has_rows(phases, "t", "rank", "data"):
+        return None
+    assert phases is not None
+    steady = steady_steps(steps, warmup_steps, compiles, timed=timed)
+    if not len(steady):
+        return None
+    waits = phases[["t", "rank", "data"]].drop_duplicates(["t", "rank"], keep="last")
+    joined = steady[["t", "rank", "step_time"]].merge(waits, on=["t", "rank"], how="inner")
+    body = (_floats(joined["step_time"]) - _floats(joined["data"]))
+    body = body[np.isfinite(body)]
+    return float(body.mean()) if len(body) else None
+
+
+def step_sources(sources: set[str], probe_info: list[dict[str, Any]] | None = None) -> str | None:
+    """Where the step figures come from, in words ("automatic probe (host-side, xla)"), or
+    None before any step. `sources` are the steps' `src` values, `probe_info` the automatic
+    probe's records (what it timed, on which device)."""
+    names = [STEP_SOURCE_NAMES[s] for s in ("probe", "auto", "log") if s in sources]
+    if not names:
+        return None
+    devices = sorted({str(r.get("device")) for r in probe_info or ()
+                      if r.get("what") == "armed" and r.get("device") in ("xla", "cuda")})
+    if "auto" in sources and devices:
+        names[names.index(STEP_SOURCE_NAMES["auto"])] += f" (host-side, {', '.join(devices)})"
+    return " + ".join(names)
+
+
+STEP_SOURCE_NAMES = {"probe": "probe.step()", "auto": "automatic probe", "log": "log lines"}
+
+
 def _samples_per_s(rank: np.ndarray, samples: np.ndarray | None,
                    times: np.ndarray) -> float | None:
     """Sum over ranks (rank order) of the rank's samples over its step time, or None when a

@@ -586,16 +586,27 @@ class SessionReader:
         if len(self._new):
             chunk = self._new.frame()
             if self._log_losses:
-                _put_log_losses(chunk, self._log_losses)
+                chunk = _put_log_losses(chunk, self._log_losses)
                 self._log_losses.clear()
             df = _merge_in_time_order(df, chunk)
         if self._purge:  # once per rank: a better source appeared after rows of worse ones
             rank = df["rank"].to_numpy()
-            rank_order = df["src"].cat.codes.map(_PRECEDENCE).to_numpy()
+            codes = df["src"].cat.codes.to_numpy()
+            rank_order = np.vectorize(_PRECEDENCE.__getitem__, otypes=[int])(codes) \
+                if len(codes) else codes
             drop = np.zeros(len(df), dtype=bool)
+            moved = []
             for r, best in self._purge.items():
-                drop |= (rank == r) & (rank_order > _PRECEDENCE[best])
+                mine = (rank == r) & (rank_order > _PRECEDENCE[best])
+                drop |= mine
+                if best == _AUTO:  # the log lines' losses stay, on the automatic rows
+                    loss = df["loss"].to_numpy()
+                    lost = np.flatnonzero(mine & (codes == _LOG) & np.isfinite(loss))
+                    moved += [(float(t), r, float(loss[i]))
+                              for i, t in zip(lost, df["t"].to_numpy()[lost], strict=True)]
             df = df[~drop]
+            if moved:
+                df = _put_log_losses(df, moved)
             self._purge.clear()
         if df is not self._steps_df:
             self._steps_df = df.reset_index(drop=True)
@@ -634,14 +645,15 @@ class SessionReader:
 _SOURCE_CODES = {name: code for code, name in enumerate(_SOURCES)}
 
 
-def _put_log_losses(chunk: pd.DataFrame, losses: list[tuple[float, int, float]]) -> None:
+def _put_log_losses(chunk: pd.DataFrame, losses: list[tuple[float, int, float]]
+                    ) -> pd.DataFrame:
     """Each log-printed loss onto the automatic probe's row of that rank just before it, where
     that row has none: the loss a script prints belongs to the step it just took. A loss whose
     row was handed out by an earlier flush is not placed (it would land on a later step)."""
     auto = (chunk["src"].cat.codes == _AUTO).to_numpy()
     rank = chunk["rank"].to_numpy()
     t = chunk["t"].to_numpy()
-    loss = chunk["loss"].to_numpy()  # the frame's own array: written in place
+    loss = chunk["loss"].to_numpy().copy()
     by_rank: dict[int, np.ndarray] = {}
     for log_t, log_rank, value in losses:
         rows = by_rank.get(log_rank)
@@ -650,6 +662,7 @@ def _put_log_losses(chunk: pd.DataFrame, losses: list[tuple[float, int, float]])
         at = int(np.searchsorted(t[rows], log_t, side="right")) - 1
         if at >= 0 and math.isnan(loss[rows[at]]):
             loss[rows[at]] = value
+    return chunk.assign(loss=loss)
 
 
 def _size(path: Path) -> int:

@@ -252,8 +252,9 @@ class Supervisor:
             from neurotui.summary import summarize
 
             reader = SessionReader(self.dir).load()
-            update_meta(self.dir, summary=summarize(meta, reader.steps(),
-                                                    reader.frame("compile")))
+            update_meta(self.dir, summary=summarize(
+                meta, reader.steps(), reader.frame("compile"), phases=reader.phases(),
+                probe_info=list(reader.events.get("probe_info", ()))))
         except Exception as exc:
             print(f"neurotui: no summary for this run: {exc}", file=sys.stderr, flush=True)
 

@@ -89,6 +89,8 @@ class ThroughputState:
     total_samples: float
     last_loss: float | None
     note: str | None
+    source: str | None = None
+    """Where the step figures come from ("automatic probe (host-side, xla)")."""
 
 
 @dataclass(frozen=True)
@@ -395,7 +397,9 @@ class DashboardModel:
             spd_all_in=metrics.all_in_samples_per_dollar(steps.total_samples, cost),
             spd_note="" if price is not None else "no price",
             total_samples=steps.total_samples, last_loss=steps.last_loss,
-            note=None if steps.ranks else "no step recorded yet")
+            note=None if steps.ranks else "no step recorded yet",
+            source=metrics.step_sources(steps.sources,
+                                        list(self.reader.events.get("probe_info", ()))))
 
     def _accelerator(self, now: float) -> AcceleratorState:
         events = self.reader.events

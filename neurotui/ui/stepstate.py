@@ -77,6 +77,8 @@ class StepState:
         self.latest_attempt = -1
         self.last_t = -math.inf
         self.last_loss: float | None = None
+        self.sources: set[str] = set()
+        """The `src` of the rows taken (probe, auto, log): where the figures come from."""
         # (attempt, rank) -> (last t, last step, first step, progress): the carry.
         self._carry: dict[tuple[int, int], tuple[float, float, int, int]] = {}
 
@@ -118,6 +120,8 @@ class StepState:
         samples = df["samples"].to_numpy(dtype=float)
         dt = df["dt"].to_numpy(dtype=float) if "dt" in df else np.full(len(df), np.nan)
         loss = df["loss"].to_numpy(dtype=float) if "loss" in df else np.full(len(df), np.nan)
+        if "src" in df:
+            self.sources.update(str(s) for s in pd.unique(df["src"]))
         known_loss = np.flatnonzero(np.isfinite(loss))
         if len(known_loss):
             self.last_loss = float(loss[known_loss[-1]])

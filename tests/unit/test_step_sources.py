@@ -1,0 +1,119 @@
+"""Each rank's steps come from its best source: probe.step(), then the automatic probe, then
+log lines, whose printed losses still reach the automatic probe's rows."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from neurotui import metrics
+from neurotui.session import layout
+from neurotui.session.reader import SessionReader
+from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
+
+
+def make_session(tmp_path: Path) -> Path:
+    d = tmp_path / "20260101-000000-sources"
+    (d / layout.PROBE_DIR).mkdir(parents=True)
+    write_json_atomic(d / layout.META, {"format": FORMAT_VERSION, "id": d.name, "exit": None,
+                                        "started_at": 100.0})
+    return d
+
+
+def append(path: Path, *records: dict) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+
+
+def step(t: float, rank: int, n: int, src: str, loss: float | None = None) -> dict:
+    return {"t": t, "kind": "step", "rank": rank, "step": n, "samples": 16, "loss": loss,
+            "dt": 0.1, "phases": None, "src": src, "attempt": 0}
+
+
+def auto_file(d: Path, rank: int) -> Path:
+    return d / layout.PROBE_DIR / f"auto-rank-{rank}.jsonl"
+
+
+def test_auto_rows_win_over_log_rows_and_carry_the_printed_loss(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    # The script prints its loss just after each optimizer step; the supervisor stamps the
+    # line a little later. Rank 1 has log lines only.
+    append(auto_file(d, 0), *(step(100 + i, 0, i, "auto") for i in range(1, 6)))
+    append(d / layout.EVENTS, *(step(100 + i + 0.05, 0, i, "log", loss=2.0 - i / 10)
+                                for i in (2, 4)),
+           *(step(100 + i, 1, i, "log", loss=1.0) for i in range(1, 4)))
+    steps = SessionReader(d).load().steps()
+    rank0 = steps[steps["rank"] == 0]
+    assert list(rank0["src"].astype(str)) == ["auto"] * 5
+    losses = dict(zip(rank0["step"], rank0["loss"], strict=True))
+    assert losses[2] == 1.8 and losses[4] == 1.6
+    assert all(math.isnan(losses[i]) for i in (1, 3, 5))
+    assert list(steps[steps["rank"] == 1]["src"].astype(str)) == ["log"] * 3
+
+
+def test_probe_rows_win_over_auto_rows_even_when_they_come_later(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    append(auto_file(d, 0), step(101, 0, 1, "auto"), step(102, 0, 2, "auto"))
+    reader = SessionReader(d)
+    reader.poll()
+    taken = reader.take_steps()
+    assert taken is not None and list(taken.steps["src"].astype(str)) == ["auto", "auto"]
+    # The script's own probe.step() reports from step 1 on (its first call comes after the
+    # automatic probe's record of the same step).
+    append(layout.probe_path(d, 0), step(101.001, 0, 1, "probe"), step(102.001, 0, 2, "probe"))
+    reader.poll()
+    assert reader.take_steps() is None, "rows handed out are void: the follower starts over"
+    again = SessionReader(d).load().steps()
+    assert list(again["src"].astype(str)) == ["probe", "probe"]
+
+
+def test_worse_sources_arriving_after_a_better_one_are_left_out(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    append(layout.probe_path(d, 0), step(101, 0, 1, "probe"))
+    append(auto_file(d, 0), step(101, 0, 1, "auto"), step(102, 0, 2, "auto"))
+    append(d / layout.EVENTS, step(103, 0, 3, "log"))
+    steps = SessionReader(d).load().steps()
+    assert list(steps["src"].astype(str)) == ["probe"]
+
+
+def test_the_cache_remembers_each_ranks_sources(tmp_path: Path, monkeypatch) -> None:
+    from neurotui.session import cache
+
+    monkeypatch.setattr(cache, "MIN_SOURCE_BYTES", 0)
+    d = make_session(tmp_path)
+    append(auto_file(d, 0), *(step(100 + i, 0, i, "auto") for i in range(1, 4)))
+    write_json_atomic(d / layout.META, {"format": FORMAT_VERSION, "id": d.name,
+                                        "exit": {"code": 0}, "started_at": 100.0,
+                                        "ended_at": 110.0})
+    first = SessionReader(d).load()
+    assert first.cache_state == "written"
+    # A log line read after the restore is still told apart from the automatic rows.
+    append(d / layout.EVENTS, step(104, 0, 4, "log", loss=0.5))
+    again = SessionReader(d).load()
+    assert again.cache_state.startswith("restored")
+    steps = again.steps()
+    assert list(steps["src"].astype(str)) == ["auto"] * 3
+
+
+def test_step_sources_say_where_the_figures_come_from() -> None:
+    armed = [{"kind": "probe_info", "what": "armed", "device": "xla"}]
+    assert metrics.step_sources(set()) is None
+    assert metrics.step_sources({"auto"}, armed) == "automatic probe (host-side, xla)"
+    assert metrics.step_sources({"auto"}, [{"what": "armed", "device": "cpu"}]) == \
+        "automatic probe"
+    assert metrics.step_sources({"log", "probe"}) == "probe.step() + log lines"
+
+
+def test_step_time_without_data_is_the_mean_steady_body() -> None:
+    rows = 20
+    steps = pd.DataFrame({"t": [100.0 + i for i in range(rows)], "rank": 0,
+                          "step": list(range(1, rows + 1)), "samples": 16.0, "loss": math.nan,
+                          "dt": 1.0, "attempt": 0})
+    phases = pd.DataFrame({"t": steps["t"], "rank": 0, "data": 0.25, "step": 0.75})
+    assert metrics.steady_step_time_without_data(steps, phases) == 0.75
+    assert metrics.steady_step_time_without_data(steps, None) is None
+    assert metrics.steady_step_time_without_data(steps.iloc[:5], phases) is None  # warm-up
