@@ -258,3 +258,19 @@ def restarts(events: Sequence[Mapping[str, Any]]) -> Alert | None:
     return Alert("restarts", "info", f"job restarted {len(events)} time(s)",
                  (f"last restart: attempt {last.get('attempt')} after "
                   f"{fmt.short_duration(last.get('delay_s'))}: {last.get('reason')}",))
+
+
+def probe_notes(notes: Sequence[Mapping[str, Any]]) -> Alert | None:
+    """What the automatic probe could not count as it would: several optimizers stepping (a
+    step is then each step of the first), steps with no DataLoader batch (samples unknown)."""
+    said: dict[str, str] = {}
+    for note in notes:
+        what = str(note.get("what"))
+        if what != "armed":
+            said.setdefault(what, f"rank {note.get('rank')}: {note.get('message')}")
+    if not said:
+        return None
+    advice = ("for samples/s, call neurotui.probe.step(samples=...) after each step"
+              if "no_batches" in said else None)
+    return Alert("probe_notes", "info", "how the automatic probe counts steps",
+                 tuple(said.values()), advice)

@@ -467,6 +467,7 @@ class DashboardModel:
                                 steady_since, now),
             rules.step_variance(recent, self._compile_frame(), self._phases_tail),
             rules.restarts(events.get("restart", [])),
+            rules.probe_notes(events.get("probe_info", ())),
             _warnings(events.get("warning", [])),
         ]
 

@@ -92,3 +92,16 @@ def test_stalled_and_exit_evidence() -> None:
     assert crashed.evidence == ("exit code 1: failed; 2 attempt(s)", "rank 1: a", "rank 1: b",
                                 "rank 1: RuntimeError: boom")
     assert alerts.exited(meta, exits, "finished") is None
+
+
+def test_the_automatic_probes_notes_are_said_once_each() -> None:
+    notes = [{"what": "armed", "rank": 0, "message": "steps timed"},
+             {"what": "optimizers", "rank": 0, "message": "2 optimizers step in this rank"},
+             {"what": "optimizers", "rank": 1, "message": "2 optimizers step in this rank"},
+             {"what": "no_batches", "rank": 1, "message": "samples per step are unknown"}]
+    alert = alerts.probe_notes(notes)
+    assert alert is not None
+    assert alert.evidence == ("rank 0: 2 optimizers step in this rank",
+                              "rank 1: samples per step are unknown")
+    assert alert.advice is not None and "probe.step" in alert.advice
+    assert alerts.probe_notes(notes[:1]) is None

@@ -199,7 +199,7 @@ class _Probe:
                 self.told_no_batches = True
                 self._info(now, "no_batches", message=(
                     "the optimizer stepped with no DataLoader batch taken since its last step "
-                    "in this thread: samples per step are unknown (give --samples-per-step)"))
+                    "in this thread: samples per step are unknown"))
             self.step += 1
             if self.last_t is None:
                 dt = phases = "null"
