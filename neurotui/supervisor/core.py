@@ -28,11 +28,10 @@ from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.host import host_sample, process_rows
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import control
-from neurotui.supervisor.logfollow import LogFollower, resume_point
+from neurotui.supervisor.logfollow import POLL_S, LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 
 TICK_S = 0.25
-LOG_POLL_S = 0.5
 TELEMETRY_S = 1.0
 SWEEP_GRACE_S = 3.0
 
@@ -75,6 +74,8 @@ class Supervisor:
         self.selector = selectors.DefaultSelector()
         self.server = control.listen(self.dir)
         self.selector.register(self.server, selectors.EVENT_READ)
+        if self.follower.fileno() is not None:  # a log changed: read it now, stamp it now
+            self.selector.register(self.follower.fileno(), selectors.EVENT_READ)
         self.job: subprocess.Popen[bytes] | None = None
         self.tree: JobTree | None = None
         self.stopping: _Stopping | None = None
@@ -152,6 +153,7 @@ class Supervisor:
                     job_create_time=create_time, attempt=self.attempt)
         self.writer.write("proc_start", attempt=self.attempt, pid=self.job.pid,
                           pgid=self.job.pid, argv=self.argv)
+        update_meta(self.dir, log_timing=self.follower.timing)
 
     def _adopt(self) -> bool:
         """Take over the session's running job: its supervisor died and the job ran on.
@@ -195,7 +197,7 @@ class Supervisor:
             now = time.time()
             if now >= next_logs:
                 self.follower.poll(now)
-                next_logs = now + LOG_POLL_S
+                next_logs = now + POLL_S
             if now >= next_telemetry:
                 self._sample_telemetry(now)
                 next_telemetry = now + TELEMETRY_S
@@ -206,9 +208,11 @@ class Supervisor:
             if self.leaving:
                 return None, None, False
             self._escalate_stop(now)
-            for key, _ in self.selector.select(timeout=TICK_S):
+            for key, _ in self.selector.select(timeout=max(0.0, min(TICK_S, next_logs - now))):
                 if key.fileobj is self.server:
                     restart_asked |= self._serve_one()
+                else:
+                    self.follower.on_change(time.time())
         self._sweep()
         self.follower.poll(time.time(), final=True)
         code = returncode if returncode is None or returncode >= 0 else None
@@ -243,7 +247,7 @@ class Supervisor:
         else:
             reason = "failed"
         self.writer.flush()  # every event is on disk before meta.json says the run ended
-        meta = update_meta(self.dir, ended_at=time.time(), exit={
+        meta = update_meta(self.dir, ended_at=time.time(), log_timing=self.follower.timing, exit={
             "code": code, "signal": sig_name, "reason": reason, "attempts": self.attempt + 1,
             "lost_events": self.writer.failed_writes})
         try:  # the figures of the run, for `ls`, compare and anyone reading meta.json
@@ -259,6 +263,7 @@ class Supervisor:
             print(f"neurotui: no summary for this run: {exc}", file=sys.stderr, flush=True)
 
     def _close(self) -> None:
+        self.follower.close()
         if self.telemetry is not None:
             self.telemetry.close()
         self.writer.close()

@@ -1,4 +1,14 @@
-"""Following the job's log files and turning step and compiler lines into session events."""
+"""Following the job's log files and turning step and compiler lines into session events.
+
+Lines are stamped when they are read, so they are read as soon as they are written: the kernel
+tells (inotify, through inotify_simple) which log changed, and the supervisor reads it at once.
+Where inotify cannot be had (not Linux, no watches left) the logs are polled, and each line is
+then up to the poll interval late: the session says which (`log_timing` in meta.json).
+
+Progress bars redraw one line with carriage returns, for a whole epoch without a newline: each
+position between carriage returns is parsed as it comes, a position drawn twice is one step,
+and a bar that starts again each epoch continues the step count.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +24,8 @@ from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
+POLL_S = 0.5
+"""The supervisor polls the logs this often: new files, and every line where inotify is off."""
 _TAIL_LINES = 20
 LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
@@ -61,6 +73,55 @@ class _Followed:
     rank: int | None  # None: the launcher's combined output, ranks from line prefixes
     offset: int = 0
     pending: bytes = b""
+    parsed: int = 0
+    """Bytes of `pending` already parsed: positions of a bar redrawn with carriage returns."""
+
+
+@dataclass
+class _Bar:
+    """A rank's training progress bar: its counter restarts each epoch, the steps go on."""
+
+    last_n: int = 0
+    base: int = 0  # steps of the bar's earlier epochs
+
+
+class _Changes:
+    """Which followed files changed, from the kernel (inotify); None where unavailable."""
+
+    def __init__(self) -> None:
+        from inotify_simple import INotify, flags  # Linux only: ImportError/OSError elsewhere
+
+        self._inotify = INotify()
+        self._mask = flags.MODIFY
+        self.paths: dict[int, Path] = {}
+
+    def fileno(self) -> int:
+        return self._inotify.fileno()
+
+    def watch(self, path: Path) -> bool:
+        try:
+            self.paths[self._inotify.add_watch(path, self._mask)] = path
+            return True
+        except OSError:  # no watches left (fs.inotify.max_user_watches): polled instead
+            return False
+
+    def changed(self) -> set[Path]:
+        try:
+            events = self._inotify.read(timeout=0)
+        except OSError:
+            return set()
+        return {self.paths[e.wd] for e in events if e.wd in self.paths}
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._inotify.close()
+
+
+def _changes() -> _Changes | None:
+    try:
+        return _Changes()
+    except (ImportError, OSError, AttributeError):
+        return None
 
 
 @dataclass
@@ -79,6 +140,41 @@ class LogFollower:
     _marked_at: float = -float("inf")
     _recorded_steps: dict[int, int] = field(default_factory=dict)  # of `_resumed_attempt`
     _resumed_attempt: int | None = None
+    _bars: dict[tuple[int, str], _Bar] = field(default_factory=dict)
+    watch: bool = True
+    """Read each log as soon as the kernel says it changed (`on_change`), not only at polls."""
+    _changes: _Changes | None = None
+    _unwatched: int = 0
+
+    def __post_init__(self) -> None:
+        if self.watch:
+            self._changes = _changes()
+
+    def fileno(self) -> int | None:
+        """A descriptor that becomes readable when a followed log changed (None: poll only)."""
+        return self._changes.fileno() if self._changes is not None else None
+
+    @property
+    def timing(self) -> dict[str, object]:
+        """How the lines' times were taken, for meta.json's `log_timing`."""
+        if self._changes is None or self._unwatched:
+            return {"method": "poll", "max_delay_s": POLL_S,
+                    "note": "lines stamped at the next poll of the logs"}
+        return {"method": "inotify", "max_delay_s": None,
+                "note": "lines stamped when read, as soon as the kernel said their log changed"}
+
+    def on_change(self, now: float) -> None:
+        """Read the logs the kernel says changed (the supervisor's selector saw `fileno`)."""
+        if self._changes is None:
+            return
+        for path in self._changes.changed():
+            followed = self._files.get(path)
+            if followed is not None:
+                self._read(followed, now)
+
+    def close(self) -> None:
+        if self._changes is not None:
+            self._changes.close()
 
     def resume(self, offsets: dict[str, int] | None, recorded_steps: dict[int, int]) -> None:
         """Go on where a dead supervisor left off: each log from its last mark (`offsets`; no
@@ -119,12 +215,17 @@ class LogFollower:
     def _discover(self) -> None:
         launcher = self.session_dir / layout.LAUNCHER_LOG
         if launcher not in self._files and launcher.exists():
-            self._files[launcher] = _Followed(launcher, layout.LAUNCHER_LOG, None)
+            self._add(_Followed(launcher, layout.LAUNCHER_LOG, None))
         for rank, paths in layout.rank_log_files(self.session_dir).items():
             for path in paths:
                 if path not in self._files:
-                    self._files[path] = _Followed(
-                        path, path.relative_to(self.session_dir).as_posix(), rank)
+                    self._add(_Followed(path, path.relative_to(self.session_dir).as_posix(),
+                                        rank))
+
+    def _add(self, followed: _Followed) -> None:
+        self._files[followed.path] = followed
+        if self._changes is not None and not self._changes.watch(followed.path):
+            self._unwatched += 1
 
     def _read(self, followed: _Followed, now: float) -> None:
         try:
@@ -133,14 +234,45 @@ class LogFollower:
         except OSError:
             return
         for raw in lines:
-            self._take(raw.decode("utf-8", errors="replace").rstrip("\r"), followed, now)
+            rest = raw[followed.parsed:]
+            if followed.parsed and not rest.strip(b"\r \t"):
+                # Every position was parsed as it came: the line's last goes to the tail.
+                last = raw.decode("utf-8", errors="replace").rstrip("\r").rsplit("\r", 1)[-1]
+                self._take(last, followed, now, parse=False)
+            else:
+                self._take_positions(rest, followed, now, whole_line=True)
+            followed.parsed = 0  # only the first line can hold positions parsed before
+        # A bar redrawn with carriage returns: its positions so far, without waiting for the
+        # newline that comes at the end of the epoch.
+        cut = followed.pending.rfind(b"\r")
+        if followed.pending.endswith(b"]"):
+            # tqdm draws "\r" then the bar, closed by "]": the newest position is whole now.
+            cut = len(followed.pending)
+        if cut >= followed.parsed:
+            self._take_positions(followed.pending[followed.parsed:cut], followed, now,
+                                 whole_line=False)
+            followed.parsed = cut + 1
 
-    def _take(self, line: str, followed: _Followed, now: float) -> None:
+    def _take_positions(self, raw: bytes, followed: _Followed, now: float, *,
+                        whole_line: bool) -> None:
+        """One line's text, or the positions a bar drew on it with carriage returns."""
+        text = raw.decode("utf-8", errors="replace")
+        if "\r" not in text:
+            self._take(text, followed, now, keep_in_tail=whole_line)
+            return
+        positions = [p for p in text.split("\r") if p.strip()]
+        for i, position in enumerate(positions):
+            self._take(position, followed, now,
+                       keep_in_tail=whole_line and i == len(positions) - 1)
+
+    def _take(self, line: str, followed: _Followed, now: float, *,
+              keep_in_tail: bool = True, parse: bool = True) -> None:
         rank = followed.rank
         if rank is None and self.parse_launcher:
             rank, line = strip_rank_prefix(line)  # a plain command: ranks only by prefix
-        self.tails.setdefault(rank, deque(maxlen=_TAIL_LINES)).append(line)
-        if followed.rank is None and not self.parse_launcher:
+        if keep_in_tail:  # a bar's every redraw would push the real last lines out
+            self.tails.setdefault(rank, deque(maxlen=_TAIL_LINES)).append(line)
+        if not parse or (followed.rank is None and not self.parse_launcher):
             return  # torchrun's console repeats the rank files, which are parsed instead
         record = self.parser.parse(line)
         if isinstance(record, StepLine):
@@ -148,6 +280,11 @@ class LogFollower:
             if rank in self._probed_ranks:
                 return
             step = record.step
+            bar_n = getattr(record, "bar_n", None)
+            if step is None and bar_n is not None:
+                step = self._bar_step(rank, record)
+                if step is None:
+                    return  # the bar's first draw (0/N): no step done yet
             if step is None:
                 step = self._step_counters.get(rank, 0) + 1
             elif step == self._step_counters.get(rank):
@@ -166,11 +303,25 @@ class LogFollower:
             dt = record.dt
             if dt is None and record.throughput and samples:
                 dt = samples / record.throughput
+            # Every figure the line carries is kept: printed throughput, running total, batch.
+            printed = {key: value for key, value in (
+                ("throughput", record.throughput), ("samples_total", record.samples_total),
+                ("global_batch", getattr(record, "global_batch", None))) if value is not None}
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
                               loss=record.loss, dt=dt, phases=None, src="log",
-                              attempt=self.attempt)
+                              attempt=self.attempt, **printed)
         elif isinstance(record, CompileLine):
             self.writer.write("compile", t=now, rank=rank, what=record.what, line=line[:2000])
+
+    def _bar_step(self, rank: int, record: StepLine) -> int | None:
+        """The step a bar position stands for: the bar's counter, plus the steps of the
+        epochs it drew before (it starts again at 0 or 1 each epoch)."""
+        n = int(record.bar_n)  # type: ignore[attr-defined]
+        bar = self._bars.setdefault((rank, str(getattr(record, "bar_key", "") or "")), _Bar())
+        if n < bar.last_n:  # a new epoch: the counter started again
+            bar.base += bar.last_n
+        bar.last_n = n
+        return bar.base + n if n > 0 else None
 
     def tail_lines(self) -> dict[str, list[str]]:
         return {("launcher" if k is None else str(k)): list(v) for k, v in self.tails.items()}

@@ -1,0 +1,123 @@
+"""The log follower stamps lines when they are written (inotify), parses progress-bar positions
+between carriage returns as they come, and keeps every figure a line prints."""
+
+from __future__ import annotations
+
+import selectors
+import time
+from pathlib import Path
+
+import pytest
+
+from neurotui.session import layout
+from neurotui.session.reader import SessionReader
+from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
+from neurotui.sources.steplog import StepLineParser
+from neurotui.supervisor.logfollow import LogFollower
+
+# NxD Training's bar, as its docs print it (../shared/fixtures/telemetry/
+# trainlog_nxdt_llama3-70B_progressbar_docs.txt), one position per global step.
+NXD = ("Epoch 0:   {pct}%|▏| {n}/91 [16:05<7:52:06, 321.89s/it, loss=6.7{n}, v_num=0, "
+       "reduced_train_loss=6.7{n}, global_step={n}.000, consumed_samples={samples}.0]")
+
+
+def nxd(n: int) -> str:
+    return NXD.format(pct=n, n=n, samples=1024 * n)
+
+
+def new_follower(tmp_path: Path, *, watch: bool = True) -> tuple[Path, EventWriter,
+                                                                  LogFollower]:
+    session = tmp_path / "s"
+    (session / "logs").mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    (session / layout.LAUNCHER_LOG).write_text("")
+    writer = EventWriter(session / layout.EVENTS)
+    return session, writer, LogFollower(session, writer, StepLineParser.default(),
+                                        parse_launcher=True, watch=watch)
+
+
+def steps_of(session: Path, writer: EventWriter):
+    writer.close()
+    return SessionReader(session, telemetry_history=None).load().steps()
+
+
+def test_bar_positions_count_before_the_newline_and_redraws_count_once(tmp_path) -> None:
+    session, writer, follower = new_follower(tmp_path, watch=False)
+    log = session / layout.LAUNCHER_LOG
+    # tqdm redraws with \r and writes no newline until the epoch ends.
+    for t, text in ((1.0, "\r" + nxd(1)), (2.0, "\r" + nxd(2) + "\r" + nxd(2)),
+                    (3.0, "\r" + nxd(3))):
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(text)
+        follower.poll(t)
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("\n")
+    follower.poll(4.0, final=True)
+    steps = steps_of(session, writer)
+    assert list(steps["step"]) == [1, 2, 3]
+    # A bar position closed by its "]" is whole: stamped when it was read.
+    assert list(steps["t"]) == [1.0, 2.0, 3.0]
+    follower_tail = follower.tail_lines()["launcher"]
+    assert follower_tail == [nxd(3)], "one tail line for the whole redrawn line"
+
+
+def test_a_position_cut_mid_write_waits_for_the_rest(tmp_path) -> None:
+    session, writer, follower = new_follower(tmp_path, watch=False)
+    log = session / layout.LAUNCHER_LOG
+    whole = "\r" + nxd(1) + "\r" + nxd(2)
+    for t, text in ((1.0, whole[:-20]), (2.0, whole[-20:]), (3.0, "\n")):
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(text)
+        follower.poll(t)
+    steps = steps_of(session, writer)
+    assert list(steps["step"]) == [1, 2]
+    assert list(steps["t"]) == [1.0, 2.0]
+    assert list(steps["samples"])[1] == 1024.0, "consumed_samples read whole, not cut"
+
+
+def test_printed_figures_are_kept_in_the_step_event(tmp_path) -> None:
+    session, writer, follower = new_follower(tmp_path, watch=False)
+    line = ("LOG Thu Jan  5 10:00:01 2023 - (0, 12) step_loss : 9.8750  "
+            "learning_rate : 1.50e-05  throughput : 320.00\n")
+    (session / layout.LAUNCHER_LOG).write_text(line)
+    follower.poll(1.0, final=True)
+    writer.close()
+    reader = SessionReader(session, telemetry_history=None).load()
+    import json
+
+    events = [json.loads(x) for x in (session / layout.EVENTS).read_text().splitlines()]
+    step = next(e for e in events if e["kind"] == "step")
+    assert step["throughput"] == 320.0
+    assert len(reader.steps()) == 1
+
+
+def test_lines_are_stamped_within_milliseconds_of_their_write(tmp_path) -> None:
+    session, writer, follower = new_follower(tmp_path)
+    if follower.fileno() is None:
+        pytest.skip("inotify is not available on this system (the follower polls instead)")
+    assert follower.timing["method"] == "inotify"
+    follower.poll(time.time())  # discovers and watches the launcher log
+    selector = selectors.DefaultSelector()
+    selector.register(follower.fileno(), selectors.EVENT_READ)
+    written = []
+    with open(session / layout.LAUNCHER_LOG, "a", encoding="utf-8") as f:
+        for i in range(1, 21):
+            time.sleep(0.02)
+            written.append(time.time())
+            f.write(f"neurotui-runner step={i} rank=0 samples=16 loss=1.0\n")
+            f.flush()
+            assert selector.select(timeout=2.0), "the kernel says the log changed"
+            follower.on_change(time.time())
+    steps = steps_of(session, writer)
+    assert list(steps["step"]) == list(range(1, 21))
+    late = steps["t"].to_numpy() - written
+    assert (late >= 0).all() and late.max() < 0.01, late
+    assert follower.timing["method"] == "inotify"
+
+
+def test_without_inotify_the_session_says_lines_are_stamped_at_polls(tmp_path) -> None:
+    _, writer, follower = new_follower(tmp_path, watch=False)
+    writer.close()
+    assert follower.fileno() is None
+    assert follower.timing == {"method": "poll", "max_delay_s": 0.5,
+                               "note": "lines stamped at the next poll of the logs"}
