@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--step-target", type=int, help="steps the run will take (for ETA)")
     run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
+    run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
+                     help="samples in one step of the whole job (global batch), for steps "
+                          "that do not say (log lines without a batch or throughput)")
     run.add_argument("--no-auto-probe", action="store_true",
                      help="do not time each optimizer step inside the ranks (the automatic "
                           "probe: on by default for any PyTorch job)")
@@ -113,6 +116,16 @@ def add_display_options(parser: argparse.ArgumentParser, *, headless: bool = Tru
                         help="no block or braille characters (or NEUROTUI_ASCII=1)")
     parser.add_argument("--theme", choices=("dark", "light"),
                         help="colour theme (or NEUROTUI_THEME=light)")
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError("must be a number above 0")
+    return value
 
 
 def _speed(text: str) -> float:
@@ -191,7 +204,8 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "max_restarts": args.max_restarts, "restart_backoff_s": args.restart_backoff,
         "stop_timeout_s": args.stop_timeout, "kill_timeout_s": args.stop_timeout,
         "step_target": step_target, "preset": args.preset, "env": env,
-        "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe})
+        "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
+        "samples_per_step": args.samples_per_step})
     supervisor = start_supervisor(session_dir)
     if not wait_started(session_dir, supervisor):
         return 1

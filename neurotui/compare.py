@@ -96,6 +96,8 @@ class LoadedSession:
     phases: pd.DataFrame
     probe_info: list[dict[str, Any]]
     """The automatic probe's notes: what it timed, on which device."""
+    samples_from: set[str]
+    """How the steps' samples were known (SessionReader.samples_from)."""
     problems: str | None
     """The reader's summary of skipped lines, with file and line ("events.jsonl:2 ...")."""
     state: str
@@ -124,6 +126,7 @@ def load_session(path: Path) -> LoadedSession:
     return LoadedSession(path=Path(path), meta=reader.meta, steps=steps,
                          compiles=reader.frame("compile"), phases=reader.phases(),
                          probe_info=list(reader.events.get("probe_info", ())),
+                         samples_from=set(reader.samples_from),
                          problems=reader.problems.summary(),
                          state=session_status(path).state,
                          last_seen=max(times) if times else None)
@@ -193,7 +196,7 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         # not to now, or its bill would grow for ever.
         end = (time.time() if now is None else now) if session.running else session.last_seen
     figures = summarize(meta, session.steps, session.compiles, now=end, phases=session.phases,
-                        probe_info=session.probe_info)
+                        probe_info=session.probe_info, samples_from=session.samples_from)
     instance_type = (meta.get("instance") or {}).get("type")
     accelerator, cores_available = instance_figures(instance_type, table)
     return {

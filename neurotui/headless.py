@@ -44,7 +44,8 @@ def progress_line(reader: SessionReader, now: float) -> str:
         parts.append("no price")
     if len(steps):
         source = metrics.step_sources(set(steps["src"].astype(str).unique()),
-                                      list(reader.events.get("probe_info", ())))
+                                      list(reader.events.get("probe_info", ())),
+                                      reader.samples_from)
         parts.append(f"steps from {source}")
     return " | ".join(parts)
 

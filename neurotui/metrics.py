@@ -382,10 +382,12 @@ def steady_step_time_without_data(steps: pd.DataFrame, phases: pd.DataFrame | No
     return float(body.mean()) if len(body) else None
 
 
-def step_sources(sources: set[str], probe_info: list[dict[str, Any]] | None = None) -> str | None:
+def step_sources(sources: set[str], probe_info: list[dict[str, Any]] | None = None,
+                 samples_from: set[str] | None = None) -> str | None:
     """Where the step figures come from, in words ("automatic probe (host-side, xla)"), or
     None before any step. `sources` are the steps' `src` values, `probe_info` the automatic
-    probe's records (what it timed, on which device)."""
+    probe's records (what it timed, on which device), `samples_from` how their samples were
+    known (SessionReader.samples_from): printed throughput and --samples-per-step are said."""
     names = [STEP_SOURCE_NAMES[s] for s in ("probe", "auto", "log") if s in sources]
     if not names:
         return None
@@ -393,9 +395,12 @@ def step_sources(sources: set[str], probe_info: list[dict[str, Any]] | None = No
                       if r.get("what") == "armed" and r.get("device") in ("xla", "cuda")})
     if "auto" in sources and devices:
         names[names.index(STEP_SOURCE_NAMES["auto"])] += f" (host-side, {', '.join(devices)})"
-    return " + ".join(names)
+    said = [SAMPLES_FROM_NAMES[k] for k in SAMPLES_FROM_NAMES if k in (samples_from or ())]
+    return " + ".join(names) + (f"; samples from {' and '.join(said)}" if said else "")
 
 
+SAMPLES_FROM_NAMES = {"throughput": "printed throughput",
+                      "samples_per_step": "step rate x --samples-per-step"}
 STEP_SOURCE_NAMES = {"probe": "probe.step()", "auto": "automatic probe", "log": "log lines"}
 
 

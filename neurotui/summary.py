@@ -15,7 +15,8 @@ from neurotui import metrics
 
 def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
               now: float | None = None, phases: pd.DataFrame | None = None,
-              probe_info: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+              probe_info: list[dict[str, Any]] | None = None,
+              samples_from: set[str] | None = None) -> dict[str, Any]:
     started = meta.get("started_at")
     ended = meta.get("ended_at")
     end = ended if ended is not None else now
@@ -39,7 +40,8 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
         "step_time_without_data_s": metrics.steady_step_time_without_data(
             timed, phases, compiles=compiles, timed=True),
         "step_source": metrics.step_sources(
-            set(steps["src"].astype(str).unique()) if len(steps) else set(), probe_info),
+            set(steps["src"].astype(str).unique()) if len(steps) else set(), probe_info,
+            samples_from),
         "usd_per_hour": price,
         "cost_usd": cost,
         "samples_per_dollar_steady": metrics.samples_per_dollar(rate, price),

@@ -75,6 +75,8 @@ class CachedRead:
     problems: dict[str, Any]
     rank_sources: dict[int, list[int]] = field(default_factory=dict)
     """Per rank, the `src` codes of the steps taken (the reader keeps the best one's)."""
+    samples_from: list[str] = field(default_factory=list)
+    """How the steps' samples were known (SessionReader.samples_from)."""
 
 
 def cache_dir(session_dir: Path) -> Path:
@@ -150,7 +152,8 @@ def load(session_dir: Path) -> CachedRead | None:
         return CachedRead(sources=sources, steps=steps, phases=phases, events=events,
                           kinds=list(stamp["kinds"]), problems=dict(stamp["problems"]),
                           rank_sources={int(r): [int(c) for c in codes]
-                                        for r, codes in stamp["rank_sources"].items()})
+                                        for r, codes in stamp["rank_sources"].items()},
+                          samples_from=[str(x) for x in stamp["samples_from"]])
     except Exception:  # stale, half-deleted by a concurrent writer, foreign, no pyarrow...
         return None
 
@@ -205,7 +208,8 @@ def save(session_dir: Path, read: CachedRead) -> bool:
                  "sources": [s.to_json() for s in read.sources], "kinds": read.kinds,
                  "src_categories": [str(c) for c in read.steps["src"].cat.categories],
                  "problems": read.problems,
-                 "rank_sources": {str(r): c for r, c in sorted(read.rank_sources.items())}}
+                 "rank_sources": {str(r): c for r, c in sorted(read.rank_sources.items())},
+                 "samples_from": list(read.samples_from)}
         tmp = folder / f".{STAMP}.{token}.tmp"
         written.append(tmp)
         tmp.write_text(json.dumps(stamp), "utf-8")

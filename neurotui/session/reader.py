@@ -265,6 +265,12 @@ class SessionReader:
         self._purge: dict[int, int] = {}
         """Rank -> its new best source: rows of worse sources go at the next flush."""
         self._log_losses: list[tuple[float, int, float]] = []
+        self._samples_per_step = _positive((self.meta.get("config") or {}).get(
+            "samples_per_step"))
+        self.samples_from: set[str] = set()
+        """How the steps' samples were known: `batch` (reported with the step), `line`
+        (printed in a log line), `throughput` (printed samples/s x step time),
+        `samples_per_step` (the user's --samples-per-step)."""
         """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
         self._streaming = False
         """True once take_steps() was called: steps are handed out, not kept."""
@@ -376,6 +382,7 @@ class SessionReader:
             kind=codes[read.events["kind"].to_numpy(dtype="int64")]))
         self.events = events
         self._rank_sources = {rank: set(codes) for rank, codes in read.rank_sources.items()}
+        self.samples_from = set(read.samples_from)
         p = read.problems
         self.problems.bad_lines = int(p.get("bad_lines", 0))
         self.problems.truncated_lines = int(p.get("truncated_lines", 0))
@@ -450,7 +457,8 @@ class SessionReader:
                       "truncated_lines": problems.truncated_lines,
                       "unknown_kinds": dict(problems.unknown_kinds),
                       "locations": list(problems.locations)},
-            rank_sources={rank: sorted(codes) for rank, codes in self._rank_sources.items()})
+            rank_sources={rank: sorted(codes) for rank, codes in self._rank_sources.items()},
+            samples_from=sorted(self.samples_from))
         if cache.save(self.dir, read):
             self.cache_state = ("restored+" if self.cache_state == "restored" else "") + "written"
 
@@ -505,11 +513,19 @@ class SessionReader:
                     min(self._rank_sources[rank], key=_PRECEDENCE.__getitem__) == _AUTO:
                 self._log_losses.append((t, rank, values[1]))
             return 0
+        samples = values[0]
+        if math.isnan(samples):
+            if self._samples_per_step is not None:
+                # The user's global batch, shared by the ranks that report steps so far.
+                samples = self._samples_per_step / len(self._rank_sources)
+                self.samples_from.add(SAMPLES_PER_STEP)
+        else:
+            self.samples_from.add(str(r.get("samples_from") or "batch"))
         new = self._new
         new.t.append(t)
         new.rank.append(rank)
         new.step.append(step)
-        new.samples.append(values[0])
+        new.samples.append(samples)
         new.loss.append(values[1])
         new.dt.append(values[2])
         new.src.append(src)
@@ -643,6 +659,15 @@ class SessionReader:
 
 
 _SOURCE_CODES = {name: code for code, name in enumerate(_SOURCES)}
+SAMPLES_PER_STEP = "samples_per_step"
+
+
+def _positive(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
 
 
 def _put_log_losses(chunk: pd.DataFrame, losses: list[tuple[float, int, float]]

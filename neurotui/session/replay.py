@@ -174,6 +174,7 @@ class TimelineView:
         self.dir = timeline.dir
         self.meta = timeline.meta
         self.problems: ReadProblems = timeline.reader.problems
+        self.samples_from = timeline.reader.samples_from  # of the whole recording
         self.window = window
         self.until = timeline.start
         self._shown = -1  # records visible at the last poll

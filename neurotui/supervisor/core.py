@@ -258,7 +258,8 @@ class Supervisor:
             reader = SessionReader(self.dir).load()
             update_meta(self.dir, summary=summarize(
                 meta, reader.steps(), reader.frame("compile"), phases=reader.phases(),
-                probe_info=list(reader.events.get("probe_info", ()))))
+                probe_info=list(reader.events.get("probe_info", ())),
+                samples_from=reader.samples_from))
         except Exception as exc:
             print(f"neurotui: no summary for this run: {exc}", file=sys.stderr, flush=True)
 

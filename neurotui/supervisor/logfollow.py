@@ -141,6 +141,7 @@ class LogFollower:
     _recorded_steps: dict[int, int] = field(default_factory=dict)  # of `_resumed_attempt`
     _resumed_attempt: int | None = None
     _bars: dict[tuple[int, str], _Bar] = field(default_factory=dict)
+    _last_stamp: dict[int, tuple[float, int]] = field(default_factory=dict)  # rank: (t, step)
     watch: bool = True
     """Read each log as soon as the kernel says it changed (`on_change`), not only at polls."""
     _changes: _Changes | None = None
@@ -303,15 +304,32 @@ class LogFollower:
             dt = record.dt
             if dt is None and record.throughput and samples:
                 dt = samples / record.throughput
+            samples_from = None if samples is None else "line"
+            if samples is None and record.throughput:
+                # The rate the script printed, over this step's time (printed, or between
+                # this rank's step lines as stamped): samples/s is then what it printed.
+                step_time = dt if dt is not None else self._stamped_step_time(rank, step, now)
+                if step_time is not None:
+                    samples, samples_from = record.throughput * step_time, "throughput"
+            self._last_stamp[rank] = (now, step)
             # Every figure the line carries is kept: printed throughput, running total, batch.
             printed = {key: value for key, value in (
                 ("throughput", record.throughput), ("samples_total", record.samples_total),
                 ("global_batch", getattr(record, "global_batch", None))) if value is not None}
+            if samples_from is not None:
+                printed["samples_from"] = samples_from
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
                               loss=record.loss, dt=dt, phases=None, src="log",
                               attempt=self.attempt, **printed)
         elif isinstance(record, CompileLine):
             self.writer.write("compile", t=now, rank=rank, what=record.what, line=line[:2000])
+
+    def _stamped_step_time(self, rank: int, step: int, now: float) -> float | None:
+        """Seconds per step since this rank's previous step line, by the stamps."""
+        last = self._last_stamp.get(rank)
+        if last is None or step <= last[1] or now <= last[0]:
+            return None
+        return (now - last[0]) / (step - last[1])
 
     def _bar_step(self, rank: int, record: StepLine) -> int | None:
         """The step a bar position stands for: the bar's counter, plus the steps of the

@@ -399,7 +399,8 @@ class DashboardModel:
             total_samples=steps.total_samples, last_loss=steps.last_loss,
             note=None if steps.ranks else "no step recorded yet",
             source=metrics.step_sources(steps.sources,
-                                        list(self.reader.events.get("probe_info", ()))))
+                                        list(self.reader.events.get("probe_info", ())),
+                                        self.reader.samples_from))
 
     def _accelerator(self, now: float) -> AcceleratorState:
         events = self.reader.events

@@ -3,12 +3,14 @@ between carriage returns as they come, and keeps every figure a line prints."""
 
 from __future__ import annotations
 
+import json
 import selectors
 import time
 from pathlib import Path
 
 import pytest
 
+from neurotui import metrics
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
@@ -75,20 +77,27 @@ def test_a_position_cut_mid_write_waits_for_the_rest(tmp_path) -> None:
     assert list(steps["samples"])[1] == 1024.0, "consumed_samples read whole, not cut"
 
 
-def test_printed_figures_are_kept_in_the_step_event(tmp_path) -> None:
+def test_printed_throughput_becomes_samples_per_second(tmp_path) -> None:
     session, writer, follower = new_follower(tmp_path, watch=False)
-    line = ("LOG Thu Jan  5 10:00:01 2023 - (0, 12) step_loss : 9.8750  "
-            "learning_rate : 1.50e-05  throughput : 320.00\n")
-    (session / layout.LAUNCHER_LOG).write_text(line)
-    follower.poll(1.0, final=True)
+    log = session / layout.LAUNCHER_LOG
+    for i in range(1, 31):  # one torch-neuronx line every 0.05 s, as stamped
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"LOG Thu Jan  5 10:00:01 2023 - (0, {i}) step_loss : 9.8750  "
+                    "learning_rate : 1.50e-05  throughput : 320.00\n")
+        follower.poll(1000.0 + 0.05 * i)
     writer.close()
-    reader = SessionReader(session, telemetry_history=None).load()
-    import json
-
     events = [json.loads(x) for x in (session / layout.EVENTS).read_text().splitlines()]
-    step = next(e for e in events if e["kind"] == "step")
-    assert step["throughput"] == 320.0
-    assert len(reader.steps()) == 1
+    steps = [e for e in events if e["kind"] == "step"]
+    assert all(e["throughput"] == 320.0 for e in steps)
+    assert steps[0]["samples"] is None, "no step time yet to turn the rate into samples"
+    assert all(e["samples_from"] == "throughput" for e in steps[1:])
+    reader = SessionReader(session, telemetry_history=None).load()
+    steady = metrics.steady_state(reader.steps())
+    assert steady is not None and steady.samples_per_s is not None
+    assert abs(steady.samples_per_s - 320.0) < 0.5
+    assert reader.samples_from == {"throughput"}
+    assert metrics.step_sources({"log"}, None, reader.samples_from) == \
+        "log lines; samples from printed throughput"
 
 
 def test_lines_are_stamped_within_milliseconds_of_their_write(tmp_path) -> None:

@@ -117,3 +117,19 @@ def test_step_time_without_data_is_the_mean_steady_body() -> None:
     assert metrics.steady_step_time_without_data(steps, phases) == 0.75
     assert metrics.steady_step_time_without_data(steps, None) is None
     assert metrics.steady_step_time_without_data(steps.iloc[:5], phases) is None  # warm-up
+
+
+def test_samples_per_step_fills_steps_that_do_not_say(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    write_json_atomic(d / layout.META, {"format": FORMAT_VERSION, "id": d.name, "exit": None,
+                                        "started_at": 100.0,
+                                        "config": {"samples_per_step": 64}})
+    bare = [{**step(100 + i / 10, r, i, "log"), "samples": None, "dt": None}
+            for i in range(1, 30) for r in (0, 1)]
+    append(d / layout.EVENTS, *bare)
+    reader = SessionReader(d).load()
+    steps = reader.steps()
+    assert (steps["samples"].iloc[2:] == 32).all(), "64 per step shared by the 2 ranks"
+    assert reader.samples_from == {"samples_per_step"}
+    steady = metrics.steady_state(steps)
+    assert steady is not None and abs(steady.samples_per_s - 640) < 1  # 64 per 0.1 s
