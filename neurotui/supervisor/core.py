@@ -32,6 +32,9 @@ from neurotui.supervisor.logfollow import POLL_S, LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 
 TICK_S = 0.25
+LOG_WATCH_ENV = "NEUROTUI_LOG_WATCH"
+"""'0': poll the logs every POLL_S instead of reading them as they change (cheaper with very
+many step lines a second; their times are then up to POLL_S late, and the session says so)."""
 TELEMETRY_S = 1.0
 SWEEP_GRACE_S = 3.0
 
@@ -70,7 +73,8 @@ class Supervisor:
         self.parser = (StepLineParser.from_patterns(config["step_patterns"])
                        if config.get("step_patterns") else StepLineParser.default())
         self.follower = LogFollower(self.dir, self.writer, self.parser,
-                                    parse_launcher=not config.get("torchrun_logs", False))
+                                    parse_launcher=not config.get("torchrun_logs", False),
+                                    watch=os.environ.get(LOG_WATCH_ENV) != "0")
         self.selector = selectors.DefaultSelector()
         self.server = control.listen(self.dir)
         self.selector.register(self.server, selectors.EVENT_READ)
@@ -208,11 +212,7 @@ class Supervisor:
             if self.leaving:
                 return None, None, False
             self._escalate_stop(now)
-            for key, _ in self.selector.select(timeout=max(0.0, min(TICK_S, next_logs - now))):
-                if key.fileobj is self.server:
-                    restart_asked |= self._serve_one()
-                else:
-                    self.follower.on_change(time.time())
+            restart_asked |= self._wait_tick(min(now + TICK_S, next_logs))
         self._sweep()
         self.follower.poll(time.time(), final=True)
         code = returncode if returncode is None or returncode >= 0 else None
@@ -222,6 +222,19 @@ class Supervisor:
         self.writer.flush()
         restart_asked = restart_asked or bool(self.stopping and self.stopping.restart_after)
         return code, sig_name, restart_asked and not self.leaving
+
+    def _wait_tick(self, until: float) -> bool:
+        """Until `until`, read each log the moment it changes (its lines are stamped then) and
+        answer the control channel; the once-a-tick work waits for the tick. Returns True when
+        a restart was asked for."""
+        restart = False
+        while (timeout := until - time.time()) > 0:
+            for key, _ in self.selector.select(timeout=timeout):
+                if key.fileobj is self.server:
+                    restart |= self._serve_one()
+                    return restart  # a stop or restart is acted on at once
+                self.follower.on_change(time.time())
+        return restart
 
     def _wait_backoff(self, delay: float) -> bool:
         """Sleep before a restart while still answering the control channel."""

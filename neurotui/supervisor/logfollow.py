@@ -17,9 +17,10 @@ import json
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from neurotui.session import layout
-from neurotui.session.tailing import read_lines_backwards, read_new_lines
+from neurotui.session.tailing import read_lines_backwards
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
 
@@ -30,6 +31,9 @@ _TAIL_LINES = 20
 LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
 replay shows of the logs at its cursor. Log lines carry no time of their own."""
+NO_STEP_AFTER_S = 60.0
+"""A job that printed this long (and NO_STEP_MIN_LINES lines) with no step found is told so."""
+NO_STEP_MIN_LINES = 20
 _RESUME_LOOKBACK_S = 60.0
 _RESUME_SCAN_BYTES = 64 << 20
 
@@ -75,6 +79,22 @@ class _Followed:
     pending: bytes = b""
     parsed: int = 0
     """Bytes of `pending` already parsed: positions of a bar redrawn with carriage returns."""
+    file: BinaryIO | None = None
+    """Kept open between reads: a log changes many times a second."""
+
+    def read_new(self) -> list[bytes]:
+        """The complete lines appended since the last read (a partial last line waits in
+        `pending`). Raises OSError (FileNotFoundError while the file is not there)."""
+        if self.file is None:
+            self.file = open(self.path, "rb")  # noqa: SIM115 - closed by LogFollower.close
+            self.file.seek(self.offset)
+        chunk = self.file.read(_MAX_READ)
+        self.offset += len(chunk)
+        if not chunk:
+            return []
+        lines = (self.pending + chunk).split(b"\n")
+        self.pending = lines[-1]
+        return lines[:-1]
 
 
 @dataclass
@@ -142,6 +162,10 @@ class LogFollower:
     _resumed_attempt: int | None = None
     _bars: dict[tuple[int, str], _Bar] = field(default_factory=dict)
     _last_stamp: dict[int, tuple[float, int]] = field(default_factory=dict)  # rank: (t, step)
+    _first_line_at: float | None = None
+    _lines: int = 0
+    _steps_written: int = 0
+    _told_no_steps: bool = False
     watch: bool = True
     """Read each log as soon as the kernel says it changed (`on_change`), not only at polls."""
     _changes: _Changes | None = None
@@ -176,6 +200,10 @@ class LogFollower:
     def close(self) -> None:
         if self._changes is not None:
             self._changes.close()
+        for followed in self._files.values():
+            if followed.file is not None:
+                with contextlib.suppress(OSError):
+                    followed.file.close()
 
     def resume(self, offsets: dict[str, int] | None, recorded_steps: dict[int, int]) -> None:
         """Go on where a dead supervisor left off: each log from its last mark (`offsets`; no
@@ -203,6 +231,23 @@ class LogFollower:
             self._read(followed, now)
         if final or now - self._marked_at >= LOG_MARK_S:
             self._mark(now)
+        if not self._told_no_steps and self._first_line_at is not None and \
+                now - self._first_line_at >= NO_STEP_AFTER_S:
+            self._tell_if_no_steps(now)
+
+    def _tell_if_no_steps(self, now: float) -> None:
+        """Say so, once, when the job printed for a while and no step was found anywhere."""
+        if self._steps_written or self._lines < NO_STEP_MIN_LINES or self._probed_ranks or \
+                layout.probe_files(self.session_dir, auto=True):
+            return
+        self._told_no_steps = True
+        shown = [line for tail in self.tails.values() for line in tail if line.strip()][-3:]
+        self.writer.write("warning", t=now, source="steps", message=(
+            f"no training step recognised in {self._lines} log lines over "
+            f"{now - (self._first_line_at or now):.0f} s (last lines: "
+            + " | ".join(repr(line[:120]) for line in shown)
+            + "); try a pattern with `neurotui patterns LOGFILE --step-pattern REGEX`, then "
+            "run with --step-pattern, or call neurotui.probe.step() after each step"))
 
     def _mark(self, now: float) -> None:
         """Record the end of each log's complete lines, if any log grew since the last mark."""
@@ -230,8 +275,7 @@ class LogFollower:
 
     def _read(self, followed: _Followed, now: float) -> None:
         try:
-            lines, followed.offset, followed.pending = read_new_lines(
-                followed.path, followed.offset, followed.pending, _MAX_READ)
+            lines = followed.read_new()
         except OSError:
             return
         for raw in lines:
@@ -273,6 +317,9 @@ class LogFollower:
             rank, line = strip_rank_prefix(line)  # a plain command: ranks only by prefix
         if keep_in_tail:  # a bar's every redraw would push the real last lines out
             self.tails.setdefault(rank, deque(maxlen=_TAIL_LINES)).append(line)
+            self._lines += 1
+            if self._first_line_at is None:
+                self._first_line_at = now
         if not parse or (followed.rank is None and not self.parse_launcher):
             return  # torchrun's console repeats the rank files, which are parsed instead
         record = self.parser.parse(line)
@@ -321,6 +368,7 @@ class LogFollower:
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
                               loss=record.loss, dt=dt, phases=None, src="log",
                               attempt=self.attempt, **printed)
+            self._steps_written += 1
         elif isinstance(record, CompileLine):
             self.writer.write("compile", t=now, rank=rank, what=record.what, line=line[:2000])
 

@@ -55,7 +55,8 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str) -> obje
 
 
 def probe_step_count(session: Path) -> int:
-    return sum(len(p.read_text().splitlines()) for p in (session / "probe").glob("*.jsonl"))
+    """Steps the ranks wrote through neurotui.probe (not the automatic probe's)."""
+    return sum(len(p.read_text().splitlines()) for p in (session / "probe").glob("rank-*.jsonl"))
 
 
 def job_processes(session: Path) -> list[psutil.Process]:

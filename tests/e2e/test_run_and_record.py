@@ -55,8 +55,8 @@ def test_headless_cpu_run_records_both_ranks(sessions) -> None:
 
 
 def test_unmodified_script_steps_come_from_its_log_lines(sessions) -> None:
-    result = run_cli(sessions, "run", "--headless", "--", *torchrun_vit("--steps", "15"),
-                     env={"NEUROTUI_PROBE": "0"})
+    result = run_cli(sessions, "run", "--headless", "--no-auto-probe", "--",
+                     *torchrun_vit("--steps", "15"), env={"NEUROTUI_PROBE": "0"})
     assert result.returncode == 0, result.stderr
     steps = SessionReader(only_session(sessions)).load().steps()
     assert set(steps["src"]) == {"log"}

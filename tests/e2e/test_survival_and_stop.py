@@ -139,7 +139,8 @@ def test_attach_adopts_a_job_whose_supervisor_died(sessions) -> None:
     """A new supervisor takes the job over: log steps read on from the last mark (none lost,
     none twice), telemetry again, and the end recorded, its exit code unknown."""
     steps = 100 * STEPS  # about 30 s here: still running when it is adopted
-    assert run_cli(sessions, "run", "--detach", "--", *torchrun_vit("--steps", str(steps)),
+    assert run_cli(sessions, "run", "--detach", "--no-auto-probe", "--",
+                   *torchrun_vit("--steps", str(steps)),
                    env={"NEUROTUI_PROBE": "0"}).returncode == 0  # steps from the log lines
     session = wait_for(lambda: [p for p in sessions.iterdir() if (p / "meta.json").exists()
                                 and len(SessionReader(p).load().steps()) >= 8], 120,

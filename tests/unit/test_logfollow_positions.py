@@ -130,3 +130,31 @@ def test_without_inotify_the_session_says_lines_are_stamped_at_polls(tmp_path) -
     assert follower.fileno() is None
     assert follower.timing == {"method": "poll", "max_delay_s": 0.5,
                                "note": "lines stamped at the next poll of the logs"}
+
+
+def test_a_job_printing_no_step_for_a_minute_is_told_so_once(tmp_path) -> None:
+    session, writer, follower = new_follower(tmp_path, watch=False)
+    lines = "".join(f"[train] batch {i} done, all good\n" for i in range(25))
+    (session / layout.LAUNCHER_LOG).write_text(lines)
+    follower.poll(1000.0)
+    follower.poll(1059.0)
+    follower.poll(1061.0)
+    follower.poll(1200.0)
+    writer.close()
+    events = [json.loads(x) for x in (session / layout.EVENTS).read_text().splitlines()]
+    told = [e for e in events if e["kind"] == "warning" and e["source"] == "steps"]
+    assert len(told) == 1 and told[0]["t"] == 1061.0
+    assert "no training step recognised in 25 log lines" in told[0]["message"]
+    assert "'[train] batch 24 done, all good'" in told[0]["message"]
+    assert "--step-pattern" in told[0]["message"]
+
+
+def test_no_such_warning_once_steps_are_found(tmp_path) -> None:
+    session, writer, follower = new_follower(tmp_path, watch=False)
+    lines = "".join(f"[train] batch {i} done\n" for i in range(25))
+    (session / layout.LAUNCHER_LOG).write_text(
+        lines + "neurotui-runner step=1 rank=0 samples=16 loss=1.0\n")
+    follower.poll(1000.0)
+    follower.poll(1100.0)
+    writer.close()
+    assert '"source": "steps"' not in (session / layout.EVENTS).read_text()
