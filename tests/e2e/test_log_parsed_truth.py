@@ -1,0 +1,77 @@
+"""Log-parsed step times and samples/s against each script's own wall clock (its truth, written
+to a side file), for unmodified scripts under the real `neurotui run`, with the automatic
+probe off so that the log lines are the only source: at 0.05 s and at 0.5 s per step."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurotui import metrics
+from neurotui.session.reader import SessionReader
+from tests.e2e.conftest import REPO, only_session, run_cli
+
+pytestmark = pytest.mark.slow
+
+SCRIPTS = REPO / "tests" / "scripts"
+
+
+def truth_step_time(times: list[float], warmup: int = 10) -> float:
+    """The median of the script's own step times, past the warm-up steps."""
+    return float(np.median(np.diff(times)[warmup:]))
+
+
+def steady(session: Path) -> metrics.SteadyState:
+    steps = SessionReader(session).load().steps()
+    assert set(steps["src"].astype(str)) == {"log"}
+    state = metrics.steady_state(steps)
+    assert state is not None
+    return state
+
+
+@pytest.mark.parametrize("step_s", [0.05, 0.5])
+def test_torch_neuronx_lines_give_true_step_time_and_printed_throughput(
+        sessions, tmp_path, step_s) -> None:
+    truth = tmp_path / "truth"
+    steps = 60 if step_s < 0.1 else 25
+    result = run_cli(sessions, "run", "--headless", "--no-auto-probe", "--interval", "5",
+                     "--instance-type", "inf2.xlarge", "--",
+                     sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                     str(SCRIPTS / "neuronx_lines.py"),
+                     env={"STEP_S": str(step_s), "STEPS": str(steps), "TRUTH_FILE": str(truth)})
+    assert result.returncode == 0, result.stderr + result.stdout
+    session = only_session(sessions)
+    state = steady(session)
+    own = [truth_step_time(json.loads(Path(f"{truth}.{r}").read_text())) for r in (0, 1)]
+    assert abs(state.step_time_median / float(np.mean(own)) - 1) < 0.05, (state, own)
+    expected_rate = sum(16 / t for t in own)  # what the script printed: batch / its step time
+    assert state.samples_per_s is not None
+    assert abs(state.samples_per_s / expected_rate - 1) < 0.05, (state, expected_rate)
+    assert "samples from printed throughput" in result.stdout.splitlines()[-2]
+    assert "samples/$" in result.stdout.splitlines()[-2]
+
+
+@pytest.mark.parametrize("step_s", [0.05, 0.5])
+def test_a_tqdm_bar_on_stderr_counts_steps_across_epochs(sessions, tmp_path, step_s) -> None:
+    truth = tmp_path / "truth.json"
+    per_epoch = 40 if step_s < 0.1 else 14
+    result = run_cli(sessions, "run", "--headless", "--no-auto-probe", "--interval", "5",
+                     "--samples-per-step", "32", "--",
+                     sys.executable, str(SCRIPTS / "tqdm_loop.py"),
+                     env={"STEP_S": str(step_s), "PER_EPOCH": str(per_epoch),
+                          "TRUTH_FILE": str(truth)})
+    assert result.returncode == 0, result.stderr + result.stdout
+    session = only_session(sessions)
+    steps = SessionReader(session).load().steps()
+    # Two epochs of one bar each: the second continues the count.
+    assert int(steps["step"].max()) == 2 * per_epoch
+    assert steps["step"].is_monotonic_increasing
+    state = steady(session)
+    own = truth_step_time(json.loads(truth.read_text()))
+    assert abs(state.step_time_median / own - 1) < 0.05, (state, own)
+    assert state.samples_per_s is not None
+    assert abs(state.samples_per_s / (32 / own) - 1) < 0.05
