@@ -91,8 +91,11 @@ class Supervisor:
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> int:
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # Caught, not ignored: an ignored signal stays ignored in the job across exec, so a
+        # plain script would never see `neurotui stop`'s SIGINT (its Ctrl-C handling, its
+        # checkpoint on interrupt). Caught ones are back to their defaults in the job.
+        signal.signal(signal.SIGHUP, _ignore)
+        signal.signal(signal.SIGINT, _ignore)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         update_meta(self.dir, supervisor_pid=os.getpid(),
                     control_socket=str(control.socket_path(self.dir)))
@@ -393,6 +396,10 @@ class Supervisor:
             count = self.tree.signal_all(signal.SIGKILL)
             self.writer.write("warning", source="supervisor",
                               message=f"killed {count} leftover process(es) of the job")
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """The supervisor outlives its terminal and Ctrl-C: those signals are for the job."""
 
 
 def _json_line(data: dict[str, Any]) -> bytes:

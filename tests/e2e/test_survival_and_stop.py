@@ -6,7 +6,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -167,3 +169,37 @@ def test_attach_adopts_a_job_whose_supervisor_died(sessions) -> None:
     assert any(e["t"] > m["adopted_at"] for e in reader.events["host"])
     assert any("adopted the running job" in w["message"] for w in reader.events["warning"])
     assert reader.events["proc_exit"][-1]["code"] is None
+
+
+CHECKPOINT_ON_INTERRUPT = """
+import signal, sys, time
+from pathlib import Path
+def interrupted(signum, frame):
+    Path(sys.argv[1]).write_text("checkpoint written on SIGINT")
+    sys.exit(0)
+ignored = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+Path(sys.argv[1] + ".hup").write_text("ignored" if ignored else "default")
+signal.signal(signal.SIGINT, interrupted)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_stop_delivers_sigint_to_a_plain_script_which_checkpoints(sessions, tmp_path) -> None:
+    script, marker = tmp_path / "train.py", tmp_path / "checkpoint"
+    script.write_text(CHECKPOINT_ON_INTERRUPT)
+    assert run_cli(sessions, "run", "--detach", "--stop-timeout", "20", "--",
+                   sys.executable, str(script), str(marker)).returncode == 0
+    hup = Path(f"{marker}.hup")
+    wait_for(hup.exists, 30, "the script to start")
+    # A shell starts a job with SIGHUP (and SIGINT) at their defaults: so does neurotui.
+    assert hup.read_text() == "default"
+    started = time.time()
+    result = run_cli(sessions, "stop", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert time.time() - started < 10, "SIGINT was heard, not waited out to SIGTERM"
+    assert marker.read_text() == "checkpoint written on SIGINT"
+    session = only_session(sessions)
+    assert meta(session)["exit"]["reason"] == "stopped"
+    assert [e["signal"] for e in SessionReader(session).load().events["stop_escalate"]] == \
+        ["SIGINT"]

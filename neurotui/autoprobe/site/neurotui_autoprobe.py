@@ -15,8 +15,9 @@ It never reads a tensor's value and never forces a device sync: shapes are known
 Under XLA the times are therefore host-side (when the step was traced and dispatched); in
 steady state the host runs at the device's pace, so their rate is the training's rate.
 
-Records go to <session>/probe/auto-rank-<RANK>.jsonl with one os.write per step (O_APPEND),
-opened at the first optimizer step, so processes that never step an optimizer (the torchrun
+Records go to <session>/probe/auto-rank-<RANK>.jsonl (O_APPEND), written at least every
+WRITE_EVERY_S and at exit (one os.write for the steps since the last), opened at the first
+optimizer step, so processes that never step an optimizer (the torchrun
 launcher, DataLoader workers) write nothing. Any error switches the probe off for the rest of
 the process: it never raises into training. Standard library only (torch is used only once the
 job itself imported it), because the job's Python may not be able to import neurotui.
@@ -24,6 +25,7 @@ job itself imported it), because the job's Python may not be able to import neur
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -39,7 +41,10 @@ SESSION_ENV = "NEUROTUI_SESSION"
 ENABLE_ENV = "NEUROTUI_AUTO_PROBE"
 ATTEMPT_ENV = "NEUROTUI_ATTEMPT"
 
+WRITE_EVERY_S = 0.05
+"""Steps are written at least this often (and at exit): a kill -9 loses at most this much."""
 _MAX_BATCH_DEPTH = 4  # how deep into nested tuples/dicts to look for the first tensor
+_SAMPLES, _WAITED, _BATCHES, _INSIDE = range(4)  # a thread's tally
 
 _state: _Probe | None = None
 
@@ -112,9 +117,12 @@ class _Probe:
         self.last_t: float | None = None
         self.primary: int | None = None  # id() of the optimizer whose steps are counted
         self.others: dict[int, str] = {}  # other optimizers seen stepping: id -> class name
-        # Per thread: samples handed out and seconds waited in the loader since its last
-        # optimizer step (a loader's own prefetch thread never steps: its batches stay there).
-        self.local = threading.local()
+        self.local = threading.local()  # each thread's tally()
+        # Steps wait here at most WRITE_EVERY_S: formatting and writing each line at once
+        # cost ~20 us a step inside a real optimizer step; slower steps are written at once.
+        self.pending: list[tuple[float, int, int | None, float | None, float | None]] = []
+        self.written_at = -float("inf")
+        self.pid = os.getpid()
         self.told_no_batches = False
         self.tensor_type: type | None = None
         self.primary_name = ""
@@ -142,18 +150,19 @@ class _Probe:
         if cls is None or original is None or getattr(original, "_neurotui", False):
             return
         count = self.count_batch
-        local = self.local
+        tally = self.tally
 
         def __next__(it: Any) -> Any:
-            if getattr(local, "inside", False):  # a hooked iterator inside another: once
+            mine = tally()
+            if mine[_INSIDE]:  # a hooked iterator inside another: counted once
                 return original(it)
-            local.inside = True
+            mine[_INSIDE] = True
             start = perf_counter()
             try:
                 batch = original(it)
             finally:
-                local.inside = False
-            count(batch, perf_counter() - start)
+                mine[_INSIDE] = False
+            count(mine, batch, perf_counter() - start)
             return batch
 
         __next__._neurotui = True  # type: ignore[attr-defined]
@@ -161,16 +170,24 @@ class _Probe:
         cls.__next__ = __next__  # type: ignore[method-assign]
 
     # -- the two hot paths ---------------------------------------------------------------
-    def count_batch(self, batch: Any, waited: float) -> None:
+    def tally(self) -> list[Any]:
+        """This thread's [samples, seconds waited, batches, inside a loader] since its last
+        optimizer step (a loader's own prefetch thread never steps: its batches stay there)."""
+        found = self.local.__dict__.get("tally")
+        if found is None:
+            found = self.local.__dict__["tally"] = [0, 0.0, 0, False]
+        return found
+
+    def count_batch(self, mine: list[Any], batch: Any, waited: float) -> None:
         """A batch handed out in this thread, after `waited` seconds in the loader."""
         if not self.on:
             return
         try:
-            local = self.local
-            local.waited = (getattr(local, "waited", None) or 0.0) + waited
+            mine[_WAITED] += waited
             n = self._first_dim(batch, 0)
             if n is not None:
-                local.samples = (getattr(local, "samples", None) or 0) + n
+                mine[_SAMPLES] += n
+                mine[_BATCHES] += 1
         except Exception:
             self.on = False
 
@@ -191,33 +208,52 @@ class _Probe:
                         f"({self.primary_name}), the others "
                         f"({', '.join(sorted(set(self.others.values())))}) are not counted"))
                 return
-            local = self.local
-            samples = getattr(local, "samples", None)
-            waited = getattr(local, "waited", None)
-            local.samples = local.waited = None
+            mine = self.tally()
+            samples = mine[_SAMPLES] if mine[_BATCHES] else None
+            waited = mine[_WAITED] if mine[_BATCHES] else None
+            mine[_SAMPLES] = mine[_BATCHES] = 0
+            mine[_WAITED] = 0.0
             if samples is None and not self.told_no_batches:
                 self.told_no_batches = True
                 self._info(now, "no_batches", message=(
                     "the optimizer stepped with no DataLoader batch taken since its last step "
                     "in this thread: samples per step are unknown"))
             self.step += 1
-            if self.last_t is None:
+            self.pending.append((now, self.step, samples, self.last_t, waited))
+            self.last_t = now
+            if now - self.written_at >= WRITE_EVERY_S:
+                self.write_pending()
+        except Exception:
+            self.on = False
+
+    def write_pending(self) -> None:
+        """Format and write the steps taken since the last write, in one os.write."""
+        if not self.pending or os.getpid() != self.pid:
+            return  # nothing, or a forked child holding its parent's steps: not its to write
+        lines = []
+        for now, step, samples, last_t, waited in self.pending:
+            if last_t is None:
                 dt = phases = "null"
             else:
-                elapsed = now - self.last_t
+                elapsed = now - last_t
                 dt = repr(elapsed)
                 # The study's "step" (batch in hand to optimizer step done) and the time spent
                 # waiting in the loader (on XLA the previous step's graph runs there).
                 phases = ("null" if waited is None else
                           f'{{"data":{waited!r},"step":{max(0.0, elapsed - waited)!r}}}')
-            self.last_t = now
-            line = (f'{{"t":{now!r},"kind":"step","rank":{self.rank},'
-                    f'"local_rank":{self.local_rank},"step":{self.step},'
-                    f'"samples":{"null" if samples is None else samples},"loss":null,'
-                    f'"dt":{dt},"phases":{phases},"src":"auto","attempt":{self.attempt}}}\n')
-            os.write(self.fd, line.encode())  # type: ignore[arg-type]
-        except Exception:
-            self.on = False
+            lines.append(f'{{"t":{now!r},"kind":"step","rank":{self.rank},'
+                         f'"local_rank":{self.local_rank},"step":{step},'
+                         f'"samples":{"null" if samples is None else samples},"loss":null,'
+                         f'"dt":{dt},"phases":{phases},"src":"auto",'
+                         f'"attempt":{self.attempt}}}\n')
+        self.pending.clear()
+        self.written_at = time.time()
+        os.write(self.fd, "".join(lines).encode())  # type: ignore[arg-type]
+
+    def write_at_exit(self) -> None:
+        # The process is leaving: nothing to switch off, nothing to raise into.
+        with contextlib.suppress(Exception):
+            self.write_pending()
 
     # -- helpers ---------------------------------------------------------------------------
     def _first_step(self, optimizer: Any, now: float) -> None:
@@ -231,6 +267,8 @@ class _Probe:
         os.makedirs(probe_dir, exist_ok=True)
         self.fd = os.open(os.path.join(probe_dir, f"auto-rank-{self.rank}.jsonl"),
                           os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.pid = os.getpid()
+        atexit.register(self.write_at_exit)
         device = _device_type(optimizer)
         asynchronous = device in ("xla", "cuda")
         self._info(now, "armed", optimizer=self.primary_name, device=device, timing="host",
@@ -241,21 +279,26 @@ class _Probe:
                           else "")))
 
     def _info(self, now: float, what: str, **fields: Any) -> None:
+        self.write_pending()  # in time order
         record = {"t": now, "kind": "probe_info", "rank": self.rank,
                   "attempt": self.attempt, "what": what, **fields}
         os.write(self.fd, (json.dumps(record) + "\n").encode())  # type: ignore[arg-type]
 
     def _first_dim(self, obj: Any, depth: int) -> int | None:
         """The first dimension of the first tensor in a batch (tuple, list, dict, ...)."""
+        if depth == 0 and type(obj) in (list, tuple) and obj and \
+                isinstance(obj[0], self.tensor_type):  # the default collate's (x, y): fast
+            shape = obj[0].shape
+            return int(shape[0]) if len(shape) else None
         if self.tensor_type is not None and isinstance(obj, self.tensor_type):
             shape = obj.shape  # known on the host: no device sync, no value read
             return int(shape[0]) if len(shape) else None
         if depth >= _MAX_BATCH_DEPTH or isinstance(obj, (str, bytes)):
             return None
-        if isinstance(obj, dict) or (hasattr(obj, "values") and hasattr(obj, "keys")):
-            items = obj.values()
-        elif isinstance(obj, (list, tuple)):
+        if isinstance(obj, (list, tuple)):  # the default collate's batch: checked first
             items = obj
+        elif isinstance(obj, dict) or (hasattr(obj, "values") and hasattr(obj, "keys")):
+            items = obj.values()
         else:
             return None
         for item in items:
