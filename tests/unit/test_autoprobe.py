@@ -107,3 +107,20 @@ def test_job_env_prepends_the_site_folder_once() -> None:
     assert autoprobe.job_env(env, True)["PYTHONPATH"] == env["PYTHONPATH"]
     off = autoprobe.job_env({"PYTHONPATH": "/mine"}, False)
     assert off["PYTHONPATH"] == "/mine" and off[autoprobe.ENABLE_ENV] == "0"
+
+
+def test_the_last_steps_before_a_long_pause_are_written_during_it(tmp_path: Path) -> None:
+    # Steps faster than the probe's write interval wait a little; a long evaluation or
+    # checkpoint after them must not keep them off the disk.
+    code = LOOP + """
+import json, os, time
+path = os.path.join(os.environ["NEUROTUI_SESSION"], "probe", "auto-rank-0.jsonl")
+time.sleep(0.5)  # the pause: the writer thread writes what waited
+seen = [json.loads(x)["step"] for x in open(path) if '"kind":"step"' in x]
+print("seen during the pause", seen[-1])
+os._exit(0)  # no exit handler: what is on disk was written during the pause
+"""
+    session, done = run_job(tmp_path, code)
+    assert done.returncode == 0, done.stderr
+    assert "seen during the pause 5" in done.stdout
+    assert [r["step"] for r in records(session) if r["kind"] == "step"] == [1, 2, 3, 4, 5]

@@ -123,6 +123,9 @@ class _Probe:
         self.pending: list[tuple[float, int, int | None, float | None, float | None]] = []
         self.written_at = -float("inf")
         self.pid = os.getpid()
+        self.lock = threading.Lock()
+        self.wake_writer = threading.Event()
+        self.writer_waiting = False
         self.told_no_batches = False
         self.tensor_type: type | None = None
         self.primary_name = ""
@@ -219,36 +222,56 @@ class _Probe:
                     "the optimizer stepped with no DataLoader batch taken since its last step "
                     "in this thread: samples per step are unknown"))
             self.step += 1
-            self.pending.append((now, self.step, samples, self.last_t, waited))
+            with self.lock:
+                self.pending.append((now, self.step, samples, self.last_t, waited))
             self.last_t = now
             if now - self.written_at >= WRITE_EVERY_S:
                 self.write_pending()
+            elif not self.writer_waiting:  # the writer thread writes it if no step follows soon
+                self.writer_waiting = True
+                self.wake_writer.set()
         except Exception:
             self.on = False
 
+    def _writer(self) -> None:
+        """Writes steps that waited WRITE_EVERY_S with no step after them (a long evaluation
+        or checkpoint must not hide the last steps before it)."""
+        while True:
+            self.wake_writer.wait()
+            self.wake_writer.clear()
+            time.sleep(WRITE_EVERY_S)
+            self.writer_waiting = False
+            try:
+                self.write_pending()
+            except Exception:
+                self.on = False
+
     def write_pending(self) -> None:
         """Format and write the steps taken since the last write, in one os.write."""
-        if not self.pending or os.getpid() != self.pid:
-            return  # nothing, or a forked child holding its parent's steps: not its to write
-        lines = []
-        for now, step, samples, last_t, waited in self.pending:
-            if last_t is None:
-                dt = phases = "null"
-            else:
-                elapsed = now - last_t
-                dt = repr(elapsed)
-                # The study's "step" (batch in hand to optimizer step done) and the time spent
-                # waiting in the loader (on XLA the previous step's graph runs there).
-                phases = ("null" if waited is None else
-                          f'{{"data":{waited!r},"step":{max(0.0, elapsed - waited)!r}}}')
-            lines.append(f'{{"t":{now!r},"kind":"step","rank":{self.rank},'
-                         f'"local_rank":{self.local_rank},"step":{step},'
-                         f'"samples":{"null" if samples is None else samples},"loss":null,'
-                         f'"dt":{dt},"phases":{phases},"src":"auto",'
-                         f'"attempt":{self.attempt}}}\n')
-        self.pending.clear()
-        self.written_at = time.time()
-        os.write(self.fd, "".join(lines).encode())  # type: ignore[arg-type]
+        if os.getpid() != self.pid:
+            return  # a forked child holds its parent's steps (and maybe a lock held for good)
+        with self.lock:
+            pending, self.pending = self.pending, []
+            if not pending:
+                return
+            self.written_at = time.time()
+            lines = []
+            for now, step, samples, last_t, waited in pending:
+                if last_t is None:
+                    dt = phases = "null"
+                else:
+                    elapsed = now - last_t
+                    dt = repr(elapsed)
+                    # The study's "step" (batch in hand to optimizer step done) and the time spent
+                    # waiting in the loader (on XLA the previous step's graph runs there).
+                    phases = ("null" if waited is None else
+                              f'{{"data":{waited!r},"step":{max(0.0, elapsed - waited)!r}}}')
+                lines.append(f'{{"t":{now!r},"kind":"step","rank":{self.rank},'
+                             f'"local_rank":{self.local_rank},"step":{step},'
+                             f'"samples":{"null" if samples is None else samples},"loss":null,'
+                             f'"dt":{dt},"phases":{phases},"src":"auto",'
+                             f'"attempt":{self.attempt}}}\n')
+            os.write(self.fd, "".join(lines).encode())  # type: ignore[arg-type]
 
     def write_at_exit(self) -> None:
         # The process is leaving: nothing to switch off, nothing to raise into.
@@ -269,6 +292,7 @@ class _Probe:
                           os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.pid = os.getpid()
         atexit.register(self.write_at_exit)
+        threading.Thread(target=self._writer, name="neurotui-autoprobe", daemon=True).start()
         device = _device_type(optimizer)
         asynchronous = device in ("xla", "cuda")
         self._info(now, "armed", optimizer=self.primary_name, device=device, timing="host",
