@@ -20,6 +20,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import time
 
 SESSION_ENV = "NEUROTUI_SESSION"
@@ -33,6 +34,9 @@ _attempt = 0
 _step = 0
 _last_t: float | None = None
 _phase_keys: dict[str, str] = {}
+_told_refusal = False
+MAX_STEP = 2**53
+"""Steps the session can hold exactly (readers skip larger ones as out of range)."""
 
 
 def _open() -> int | None:
@@ -74,6 +78,9 @@ def step(samples: int | float, loss: float | None = None, *, step: int | None = 
         fd = _fd if _fd is not None else _open()
         if fd is None:
             return
+        if step is not None and not (isinstance(step, int) and 0 <= step < MAX_STEP):
+            _refuse(f"step={step!r} cannot be recorded (a whole number from 0 to 2**53)")
+            return
         now = time.time()
         if isinstance(dt, (int, float)) and not isinstance(dt, bool):
             dt_text = _number(float(dt))
@@ -109,6 +116,14 @@ def _phases_json(phases: dict[str, float]) -> str:
             key = _phase_keys[name] = json.dumps(str(name))
         parts.append(f"{key}:{_number(seconds)}")
     return "{" + ",".join(parts) + "}"
+
+
+def _refuse(why: str) -> None:
+    """Leave out a call it cannot record, and say so once (in the rank's own log)."""
+    global _told_refusal
+    if not _told_refusal:
+        _told_refusal = True
+        print(f"neurotui.probe: {why}; such calls are left out", file=sys.stderr, flush=True)
 
 
 def _switch_off() -> None:

@@ -481,6 +481,9 @@ class SessionReader:
         if not isinstance(kind, str) or not isinstance(t, (int, float)):
             self._bad(tail, "no kind/t")
             return 0
+        if not _in_range(t, 0.0, MAX_TIME):
+            self._bad(tail, f"time {_short(t)} out of range")
+            return 0
         if kind not in KNOWN_KINDS:
             self.problems.unknown_kinds[kind] += 1
             return 0
@@ -504,9 +507,19 @@ class SessionReader:
             t, rank, step = float(r["t"]), int(r.get("rank") or 0), int(r["step"])
             values = (_num(r.get("samples")), _num(r.get("loss")), _num(r.get("dt")))
             attempt = int(r.get("attempt") or 0)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             self._bad(tail, "bad step")
             return 0
+        # Every number is bounded before it meets a typed column: one huge value would
+        # otherwise make the whole session unreadable (OverflowError) for every command.
+        for name, value, low, high in (("step", step, 0, MAX_STEP), ("rank", rank, 0, MAX_RANK),
+                                       ("attempt", attempt, 0, MAX_RANK),
+                                       ("samples", values[0], 0.0, MAX_SAMPLES),
+                                       ("dt", values[2], 0.0, MAX_TIME)):
+            if not (isinstance(value, float) and math.isnan(value)) and \
+                    not _in_range(value, low, high):
+                self._bad(tail, f"{name} {_short(value)} out of range")
+                return 0
         src = _SOURCE_CODES.get(r.get("src"), _LOG)
         if not self._keep_source(rank, src):
             if src == _LOG and math.isfinite(values[1]) and \
@@ -724,3 +737,24 @@ def _num(value: Any) -> float:
     if value is None:
         return math.nan
     return float(value)
+
+
+MAX_TIME = 1e11
+"""Seconds (unix times and durations): about the year 5138."""
+MAX_STEP = 2**53
+"""Steps, exact in a float64 (figures are computed in floats)."""
+MAX_RANK = 2**31 - 1
+MAX_SAMPLES = 1e15
+
+
+def _in_range(value: float, low: float, high: float) -> bool:
+    """`low <= value < high` and finite; a huge int never reaches a float conversion."""
+    if isinstance(value, int):
+        return low <= value < high
+    return math.isfinite(value) and low <= value < high
+
+
+def _short(value: float) -> str:
+    """A number as a problem report shows it: a 300-digit step is cut."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} digits)"

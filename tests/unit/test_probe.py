@@ -77,3 +77,17 @@ def test_phase_names_are_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     probe.step(16, 0.5, phases={'we"ird\n': 1.5, "data": float("nan")})
     record = json.loads((tmp_path / "probe" / "rank-0.jsonl").read_text())
     assert record["phases"]['we"ird\n'] == 1.5
+
+
+def test_a_step_it_cannot_record_is_left_out_and_said_once(tmp_path, monkeypatch,
+                                                            capsys) -> None:
+    monkeypatch.setenv("NEUROTUI_SESSION", str(tmp_path))
+    probe._reset_for_tests()
+    probe.step(samples=16, step=2**63)
+    probe.step(samples=16, step=-1)
+    probe.step(samples=16, step=7)
+    lines = (tmp_path / "probe" / "rank-0.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines] == [7]
+    err = capsys.readouterr().err
+    assert err.count("cannot be recorded") == 1
+    probe._reset_for_tests()
