@@ -712,8 +712,9 @@ def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
         "cores": cores,
         "host_mem_used": host_used,
         "device_mem_used": device_used,
-        "vcpu_user": vcpu_user,
-        "vcpu_system": vcpu_system,
+        # Each runtime's share is finite, but their sum can overflow (two 1.7e308s).
+        "vcpu_user": _finite(vcpu_user),
+        "vcpu_system": _finite(vcpu_system),
         "exec_completed": completed,
         "exec_errors": exec_errors,
         "system_vcpu_user": avg.user if avg else None,
@@ -723,6 +724,13 @@ def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
         "ecc": ecc,
         "errors": list(record.errors),
     }
+
+
+def _finite(value: float | None) -> float | None:
+    """None for a sum that overflowed: JSON has no infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _add(total: Any, value: Any) -> Any:

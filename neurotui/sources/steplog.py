@@ -11,10 +11,13 @@ that only through :func:`ast.literal_eval`; escape sequences are never decoded.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Literal
 
 __all__ = [
@@ -23,10 +26,12 @@ __all__ = [
     "MAX_LINE_CHARS",
     "CompileKind",
     "CompileLine",
+    "LogReport",
     "Record",
     "StepLine",
     "StepLineParser",
     "classify_compile",
+    "explain",
     "strip_rank_prefix",
 ]
 
@@ -50,8 +55,17 @@ class StepLine:
 
     ``samples`` is the count of this step (the neurotui runner); ``samples_total`` is a
     running total (``consumed_samples`` of NxD Training and Megatron), which the consumer
-    differences per rank. ``throughput`` is
-    samples/s as printed by the script; ``dt`` is the step time in seconds.
+    differences per rank. ``throughput`` is samples/s as printed by the script (never
+    tokens/s); ``dt`` is the step time in seconds (``11.5K`` ms reads as 11.5 s).
+    ``global_batch`` is a printed global batch size. ``printed_time`` is the line's own
+    date-and-time stamp as unix seconds (a stamp without a zone is local time), None when
+    the line has no full date and time.
+
+    Progress bars set ``bar_n``/``bar_total`` (the bar's own counter, ``45/100``) and
+    ``bar_key`` (its description without digits: ``"Epoch 0"`` -> ``"Epoch"``, ``""`` for an
+    unlabelled bar); ``step`` stays None unless the line also prints a global step. The
+    per-epoch batch counters of the PyTorch ImageNet example (``Epoch: [0][ 40/5005]``)
+    are reported the same way.
     """
 
     step: int | None
@@ -61,6 +75,11 @@ class StepLine:
     dt: float | None
     rank: int | None
     samples_total: float | None = None
+    global_batch: float | None = None
+    printed_time: float | None = None
+    bar_n: int | None = None
+    bar_total: int | None = None
+    bar_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,24 +102,39 @@ _NUM = (
 )
 # Stops a number match from ending early by backtracking ("2.3e" must not give 2).
 _NUM_END = r"(?![\w]|\.\d)"
+# A number with nanotron's human-readable suffix: ``11.5K``, ``85.8G``.
+_NUMX = rf"(?:{_NUM})[KMGTP]?"
+_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 
 _RANK_PREFIX_RE = re.compile(
     r"\[(?:default|rank)(\d{1,7})\]:"  # torchrun --tee (local rank) / newer torchrun (rank)
     r"|\[\d{1,9},(\d{1,7})\]<(?:stdout|stderr|stddiag)>:",  # mpirun --tag-output
     re.ASCII,
 )
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b[@-Z\\-_]")
+# OSC sequences (Rich's file:// hyperlinks) first, then CSI and two-byte escapes.
+_ANSI_RE = re.compile(
+    r"\x1b\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b[@-Z\\-_]"
+)
+_LEADING_ANSI_RE = re.compile(r"(?:\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]){1,8}")
+# A rank prefix that follows a time stamp: ``2024-01-02 10:11:12 [rank1]: ...``.
+_LATE_RANK_RE = re.compile(r"[\d\s\-:.,/TZ\[\]]{1,48}?\[(?:default|rank)(\d{1,7})\]:", re.ASCII)
 
 
 def strip_rank_prefix(line: str) -> tuple[int | None, str]:
     """Split a launcher's per-rank prefix off ``line``: ``(rank, rest)``.
 
     torchrun ``--tee`` writes ``[default0]:`` (local rank), newer torchrun ``[rank0]:``
-    and mpirun ``--tag-output`` ``[1,0]<stdout>:`` (job, rank). Without one: ``(None, line)``.
+    and mpirun ``--tag-output`` ``[1,0]<stdout>:`` (job, rank). Colour codes in front of
+    the prefix are skipped (and dropped with it). Without one: ``(None, line)``.
     """
-    if not line.startswith("["):
+    start = 0
+    if line.startswith("\x1b"):
+        lead = _LEADING_ANSI_RE.match(line)
+        if lead is not None:
+            start = lead.end()
+    if not line.startswith("[", start):
         return None, line
-    m = _RANK_PREFIX_RE.match(line)
+    m = _RANK_PREFIX_RE.match(line, start)
     if m is None:
         return None, line
     digits = m.group(1) if m.group(1) is not None else m.group(2)
@@ -108,16 +142,22 @@ def strip_rank_prefix(line: str) -> tuple[int | None, str]:
 
 
 def _to_float(text: str | None) -> float | None:
-    """Read a printed number; None when it is not one (thousands commas allowed)."""
+    """Read a printed number; None when it is not one (thousands commas and nanotron's
+    ``K``/``M``/``G``/``T``/``P`` suffixes allowed)."""
     if text is None:
         return None
     s = text.strip().replace(",", "")
     if not s or len(s) > 64:
         return None
+    scale = 1.0
+    if s[-1] in _SUFFIX and len(s) > 1 and (s[-2].isdigit() or s[-2] == "."):
+        scale = _SUFFIX[s[-1]]
+        s = s[:-1]
     try:
-        return float(s)
+        value = float(s)
     except ValueError:
         return None
+    return value * scale
 
 
 def _to_int(text: str | None) -> int | None:
@@ -144,6 +184,80 @@ def _inverse(value: float | None) -> float | None:
     return 1.0 / value
 
 
+# --------------------------------------------------------------------------- time stamps
+
+_MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
+)}
+_TS_ISO_RE = re.compile(
+    r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+    r"(Z|[+-]\d{2}:?\d{2})?(?!\d)",
+    re.ASCII,
+)
+_TS_US_RE = re.compile(
+    r"(?<![\d/])(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?"
+    r"(?: ?([AP]M)\b)?(?!\d)",
+    re.ASCII,
+)
+_TS_ASCTIME_RE = re.compile(
+    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r" {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\b",
+    re.ASCII,
+)
+#: Only the start of a line is searched: a stamp is a prefix, not a date in a path.
+_TS_SEARCH_CHARS = 120
+
+
+def _stamp(
+    year: int, month: int, day: int, hh: int, mm: int, ss: int, frac: str | None, zone: str | None
+) -> float | None:
+    try:
+        micro = int((frac or "0")[:6].ljust(6, "0"))
+        when = datetime(year, month, day, hh, mm, ss, micro)
+        if zone:
+            if zone == "Z":
+                tz = timezone.utc
+            else:
+                sign = -1 if zone[0] == "-" else 1
+                digits = zone[1:].replace(":", "")
+                tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+            when = when.replace(tzinfo=tz)
+        return when.timestamp()  # naive: local time
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _printed_time(text: str) -> float | None:
+    """Unix seconds of the full date-and-time stamp at the start of ``text``, if any.
+
+    Megatron ``[2025-01-02 10:11:12]``, Python logging ``2025-03-12 11:10:21,511``,
+    ISO ``2023-06-15T12:11:12Z``, torch-neuronx ``LOG Wed Dec 21 00:12:27 2022`` and
+    ``MM/DD/YYYY HH:MM:SS`` (HF / nanotron / neuron-cc logging). The stamp must be the
+    first number on the line (words and brackets may come before it: ``[titan] ``), so
+    a date further on (a checkpoint path) is not taken. A time without a date (Rich's
+    ``[20:31:51]``, absl's ``I0302 02:18:34``) gives None.
+    """
+    head = text[:_TS_SEARCH_CHARS]
+    first = next((i for i, c in enumerate(head) if c.isdigit()), None)
+    if first is None:
+        return None
+    if (m := _TS_ISO_RE.match(head, first)) is not None:
+        y, mo, d, hh, mi, ss, frac, zone = m.groups()
+        return _stamp(int(y), int(mo), int(d), int(hh), int(mi), int(ss), frac, zone)
+    if (m := _TS_US_RE.match(head, first)) is not None:
+        mo, d, y, hh, mi, ss, frac, ampm = m.groups()
+        year = int(y) + (2000 if len(y) == 2 else 0)
+        hour = int(hh)
+        if ampm is not None and 1 <= hour <= 12:
+            hour = hour % 12 + (12 if ampm == "PM" else 0)
+        return _stamp(year, int(mo), int(d), hour, int(mi), int(ss), frac, None)
+    if (m := _TS_ASCTIME_RE.search(head, max(0, first - 12))) is not None:
+        mon, d, hh, mi, ss, y = m.groups()
+        if m.start(2) == first:
+            return _stamp(int(y), _MONTHS[mon], int(d), int(hh), int(mi), int(ss), None, None)
+    return None
+
+
 # --------------------------------------------------------------------------- compile events
 
 _COMPILER_STATUS_RE = re.compile(r"Compiler status:?\s{0,8}([A-Za-z]{1,16})")
@@ -156,6 +270,8 @@ def classify_compile(text: str) -> CompileKind | None:
     The literal checks come first so an ordinary line costs a few substring tests.
     A wrapped fragment that only holds the tail of a cache-hit message
     (``....neff. Exiting with a successfully compiled graph.``) is not an event.
+    Of a neuron(x)-cc error block only its ``An Internal Compiler Error has occurred``
+    line is an event, so one failure is one event, not one per traceback line.
     """
     if "ompiler" in text:
         m = _COMPILER_STATUS_RE.search(text)
@@ -163,6 +279,8 @@ def classify_compile(text: str) -> CompileKind | None:
             return "compiled" if m.group(1).upper() == "PASS" else "compile_failed"
         if "Call compiler with cmd" in text:
             return "compile"
+        if "An Internal Compiler Error has occurred" in text:
+            return "compile_failed"
     if "neff" in text:
         if "cached failed neff" in text:
             return "compile_failed"
@@ -177,6 +295,14 @@ def classify_compile(text: str) -> CompileKind | None:
             return "compiled"
     if "RunNeuronCCImpl: error condition" in text:
         return "compile_failed"
+    if "exit status" in text and "returned non-zero exit status" in text and "neuron" in text:
+        # neuron_parallel_compile: CalledProcessError: Command '['neuronx-cc', ...]'
+        return "compile_failed"
+    if "neuronx-cc terminated abnormally" in text:
+        return "compile_failed"
+    if "recompiled" in text and ": the corresponding graph will be recompiled" in text:
+        # optimum-neuron: ``.../model.neff not found in aws-neuron/optimum-neuron-cache: ...``
+        return "cache_miss"
     return None
 
 
@@ -190,7 +316,18 @@ _Rule = Callable[[str], "_Fields | None"]
 #: Named groups a user pattern may use. ``dt_ms`` is milliseconds and ``it_per_s``
 #: iterations per second; both are turned into ``dt`` seconds.
 KNOWN_GROUPS = frozenset(
-    {"step", "samples", "samples_total", "loss", "throughput", "dt", "dt_ms", "it_per_s", "rank"}
+    {
+        "step",
+        "samples",
+        "samples_total",
+        "loss",
+        "throughput",
+        "dt",
+        "dt_ms",
+        "it_per_s",
+        "rank",
+        "global_batch",
+    }
 )
 _VALUE_GROUPS = KNOWN_GROUPS - {"rank"}
 
@@ -243,8 +380,14 @@ def _hf_sentinel(m: re.Match[str]) -> str:
 
 
 def _hf_number(value: object) -> float | None:
-    if isinstance(value, str) and value.startswith(_HF_SENTINEL):
-        return _HF_SENTINELS.get(value[len(_HF_SENTINEL) :])
+    """A dict value as a float: numbers, the non-finite sentinels, and numeric strings
+    (newer ``transformers`` logs ``{'loss': '1.248', ...}``)."""
+    if isinstance(value, str):
+        if value.startswith(_HF_SENTINEL):
+            return _HF_SENTINELS.get(value[len(_HF_SENTINEL) :])
+        if len(value) > 40:
+            return None
+        return _to_float(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return float(value)
@@ -253,20 +396,35 @@ def _hf_number(value: object) -> float | None:
     return None
 
 
+def _literal(text: str) -> object:
+    """``ast.literal_eval`` without its compile-time warnings: some inputs (``'\\d'``,
+    ``1if 1else 2``) make Python print a SyntaxWarning/DeprecationWarning to stderr, and
+    under ``-W error`` the warning would become an error that loses the step."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(text)
+
+
 def _rule_hf_dict(text: str) -> _Fields | None:
     """Hugging Face Trainer: ``{'loss': nan, 'learning_rate': 4.8e-05, 'epoch': 0.12}``.
 
-    ``literal_eval`` rejects bare ``nan``/``inf``, so they become sentinel strings
-    first. Only dicts with a numeric ``'loss'`` key count: eval and summary dicts
-    (``eval_loss``, ``train_loss``) are not training steps.
+    The dict may sit inside other text (a Rich or ``logging`` prefix such as
+    ``[20:31:51] {...}   train.py:42``, literal markup ``[bold]{...}[/bold]``): the span
+    from the first ``{`` to the last ``}`` is read. ``literal_eval`` rejects bare
+    ``nan``/``inf``, so they become sentinel strings first. Only dicts with a numeric
+    ``'loss'`` key count: eval and summary dicts (``eval_loss``, ``train_loss``) are not
+    training steps.
     """
     if "'loss'" not in text:
         return None
-    s = text.strip()
-    if len(s) > _HF_MAX_CHARS or not s.startswith("{") or not s.endswith("}"):
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return None
+    s = text[start : end + 1]
+    if len(s) > _HF_MAX_CHARS or "'loss'" not in s:
         return None
     try:
-        data = ast.literal_eval(_HF_NONFINITE_RE.sub(_hf_sentinel, s))
+        data = _literal(_HF_NONFINITE_RE.sub(_hf_sentinel, s))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     if not isinstance(data, dict):
@@ -274,77 +432,250 @@ def _rule_hf_dict(text: str) -> _Fields | None:
     loss = _hf_number(data.get("loss"))
     if loss is None:
         return None
-    step = data.get("step")
     fields: _Fields = {"loss": loss}
-    if isinstance(step, int) and not isinstance(step, bool):
+    step = data.get("step")
+    if isinstance(step, (int, str)) and not isinstance(step, bool):
         fields["step"] = step
     return fields
 
 
-_TQDM_RATE_RE = re.compile(
-    r"\|\s{0,8}\d{1,12}/(?:\d{1,12}|\?)\s{0,4}\[[^\[\]|]{0,64}?"
-    rf"(?:(?P<dt>{_NUM})s/it|(?P<it_per_s>{_NUM})it/s)",
+# ---- progress bars (tqdm, and Lightning / NeMo / NxD Training / HF Trainer on top of it)
+
+# ``desc:  45%|bar| 45/100 [00:02<00:02, 19.8it/s, loss=2.31]`` or, without a total,
+# ``desc: 3it [00:32, 10.68s/it, ...]``. The bracket may be cut off at the end of a line.
+_BAR_RE = re.compile(
+    r"\|\s{0,8}(?P<n>\d{1,12})/(?P<total>\d{1,12}|\?)\s{0,4}\[(?P<inner>[^\[\]]{0,800})(?:\]|$)"
+    r"|(?:^|(?<=[\s:|]))(?P<n2>\d{1,12})[A-Za-z]{1,12} \["
+    r"(?P<inner2>(?:\d{1,4}:)?\d{1,2}:\d{2}[^\[\]]{0,800})(?:\]|$)",
     re.ASCII,
 )
-_TQDM_GLOBAL_STEP_RE = re.compile(rf"\bglobal_step=(?P<v>{_NUM}){_NUM_END}", re.ASCII)
-_TQDM_SAMPLES_RE = re.compile(rf"\bconsumed_samples=(?P<v>{_NUM}){_NUM_END}", re.ASCII)
-_TQDM_LOSS_RES = tuple(
-    re.compile(rf"\b{key}=(?P<v>{_NUM}){_NUM_END}", re.ASCII)
-    for key in ("loss", "reduced_train_loss", "train_loss")
+_BAR_RATE_RE = re.compile(
+    rf"\s{{0,8}}(?:(?P<v>{_NUM})|\?)\s?(?P<unit>[A-Za-z]{{1,12}})/(?P<den>[A-Za-z]{{1,12}})\s{{0,8}}",
+    re.ASCII,
+)
+#: Units of a bar that counts training steps; anything else (B/s, MB/s, examples/s) is
+#: a download, a dataset map or the like.
+_BAR_STEP_UNITS = frozenset({"it", "its", "step", "steps", "batch", "batches", "iter", "iters"})
+# Bars whose description says they are not training: validation, evaluation, tests,
+# sanity checks, dataset maps and filters, downloads, loading, tokenising, generation.
+_BAR_NOT_TRAIN_RE = re.compile(
+    r"(?<![a-z])(?:val(?:id(?:ation|ating|ate)?)?|eval(?:uat(?:e|ing|ion))?"
+    r"|predict(?:ing|ion)?|test(?:ing)?|sanity|map|filter|download(?:ing)?|load(?:ing)?"
+    r"|tokeni[sz](?:e|ing|ation)|generat(?:e|ing|ion)|infer(?:ence|ring)?)(?![a-z])",
+    re.IGNORECASE,
+)
+_BAR_GLYPHS = " |#:\u2588\u2589\u258a\u258b\u258c\u258d\u258e\u258f\u2590\t"
+_BAR_PCT_RE = re.compile(r"\s{0,8}\d{1,3}%$")
+_BAR_KEY_RE = re.compile(r"[-+]?\d[\d.]{0,40}(?:[eE][-+]?\d{1,4})?")
+# torchtune writes ``f"{epoch}|{global_step}|Loss: {loss}"`` as the bar description.
+_TORCHTUNE_DESC_RE = re.compile(
+    rf"(?<![\w|.])(?P<epoch>\d{{1,6}})\|(?P<step>\d{{1,15}})\|Loss:\s{{0,4}}(?P<loss>{_NUM}){_NUM_END}$",
+    re.ASCII,
+)
+_BAR_LOSS_KEYS = ("loss", "reduced_train_loss", "train_loss")
+_BAR_POSTFIX_KEYS = {
+    "global_step": "step",
+    "consumed_samples": "samples_total",
+    "throughput": "throughput",
+    "samples/sec": "throughput",
+    "samples_per_second": "throughput",
+    "train_step_timing in s": "dt",
+    "global_batch_size": "global_batch",
+}
+
+
+def _bar_description(prefix: str, with_total: bool) -> str:
+    """The bar's description from the text before its counter."""
+    desc = prefix
+    if with_total:
+        cut = prefix.rfind("%|")
+        if cut >= 0:
+            desc = _BAR_PCT_RE.sub("", prefix[: cut + 1])
+    return desc.rstrip(_BAR_GLYPHS).strip().rstrip(":").strip()
+
+
+def _bar_key(desc: str) -> str:
+    return " ".join(_BAR_KEY_RE.sub(" ", desc).split()).strip(" :|,.-")
+
+
+def _rule_bar(text: str) -> _Fields | None:
+    """One tqdm position of a training bar: Lightning, NeMo / NxD Training, HF Trainer.
+
+    ``Epoch 0: 3%|▎ | 3/91 [16:05<7:52:06, 321.89s/it, loss=6.7, ..., global_step=1.000,
+    consumed_samples=2048.0]``. The bar's own counter (``3/91``) goes to ``bar_n`` /
+    ``bar_total`` (it restarts every epoch); ``step`` is only taken from a printed
+    ``global_step``. ``dt`` comes from ``train_step_timing in s`` when printed, else from
+    the bar's rate (``s/it``, or the inverse of ``it/s``). Bars of other work (validation,
+    a dataset map, a download: see ``_BAR_NOT_TRAIN_RE``, or a rate in bytes or
+    examples per second) are not steps, nor is a position that has counted nothing yet.
+    """
+    m = _BAR_RE.search(text)
+    if m is None:
+        return None
+    with_total = m.group("n") is not None
+    n = int(m.group("n") if with_total else m.group("n2"))
+    inner = m.group("inner") if with_total else m.group("inner2")
+    desc = _bar_description(text[: m.start()], with_total)
+    if _BAR_NOT_TRAIN_RE.search(desc) is not None:
+        return None
+    items = inner.split(",", 64)[1:]  # the first item is the elapsed/remaining time
+    fields: _Fields = {"bar_n": n, "bar_key": _bar_key(desc)}
+    total = m.group("total") if with_total else None
+    if total is not None and total != "?":
+        fields["bar_total"] = int(total)
+    if items and (rate := _BAR_RATE_RE.fullmatch(items[0])) is not None:
+        items = items[1:]
+        unit, den = rate.group("unit"), rate.group("den")
+        if unit == "s" and den in _BAR_STEP_UNITS:
+            fields["dt"] = rate.group("v")
+        elif den == "s" and unit in _BAR_STEP_UNITS:
+            fields["it_per_s"] = rate.group("v")
+        else:
+            return None  # B/s, MB/s, examples/s, ...: not a training bar
+    loss_rank = len(_BAR_LOSS_KEYS)
+    for item in items[:48]:
+        key, sep, value = item.partition("=")
+        if not sep:
+            continue
+        key = key.strip()
+        if key in _BAR_POSTFIX_KEYS:
+            name = _BAR_POSTFIX_KEYS[key]
+            if name == "dt" and _to_float(value) is not None:
+                fields.pop("it_per_s", None)
+                fields["dt"] = value  # NeMo's measured step time beats the bar's smoothed rate
+            else:
+                fields.setdefault(name, value)
+        elif (
+            key in _BAR_LOSS_KEYS
+            and _BAR_LOSS_KEYS.index(key) < loss_rank
+            and _to_float(value) is not None  # ``loss=`` with nothing after is no value
+        ):
+            fields["loss"], loss_rank = value, _BAR_LOSS_KEYS.index(key)
+    if (tt := _TORCHTUNE_DESC_RE.search(desc)) is not None:
+        fields.setdefault("step", tt.group("step"))
+        fields.setdefault("loss", tt.group("loss"))
+        fields["bar_key"] = ""
+    if n == 0 and "loss" not in fields and "step" not in fields:
+        return None  # the bar has just been drawn; no step has finished yet
+    return fields
+
+
+# ---- "key: value | key: value" lines: Megatron-LM, NeMo 2, nanotron
+
+_PIPE_KV_RE = re.compile(
+    r"(?P<key>[A-Za-z][A-Za-z0-9_ ()/.-]{0,60}?)\s{0,4}:?\s{1,24}"
+    rf"(?P<val>{_NUMX})(?:\s{{0,24}}/\s{{0,24}}(?P<of>{_NUMX}))?\s{{0,8}}$",
+    re.ASCII,
+)
+_PIPE_KEYS = {
+    "iteration": "iteration",
+    "global_step": "step",
+    "consumed_samples": "samples_total",
+    "global_batch_size": "global_batch",
+    "elapsed_time_per_iteration_(ms)": "dt_ms",
+    "elapsed_time_per_iteration_ms": "dt_ms",
+    "train_step_timing_in_s": "dt",
+    "samples_per_second": "throughput",
+    "samples/sec": "throughput",
+    "samples/s": "throughput",
+}
+# Loss keys, most specific first.
+_PIPE_LOSS_KEYS = ("lm_loss", "reduced_train_loss", "loss", "train_loss", "training_loss_step")
+
+
+def _rule_pipe_kv(text: str) -> _Fields | None:
+    """``key: value | key: value`` iteration lines.
+
+    Megatron-LM ``iteration 10/ 500 | consumed samples: 320 | elapsed time per iteration
+    (ms): 1234.5 | ... | global batch size: 32 | lm loss: 1.06E+01 |`` (also the 2019 form
+    without colons), NeMo 2 ``Training epoch 0, iteration 0/9 | ... | global_step: 0 |
+    reduced_train_loss: 11.02``, nanotron ``iteration: 8 / 100 | ... |
+    elapsed_time_per_iteration_ms: 11.5K | global_batch_size: 64 | lm_loss: 2.38``.
+    ``global_step`` wins over ``iteration`` (NeMo's iteration restarts every epoch).
+    A line whose first part names validation/evaluation is not a training step.
+    """
+    if "iteration" not in text or "|" not in text:
+        return None
+    parts = text.split("|", 64)
+    if _PLAIN_NOT_TRAIN_RE.search(parts[0]) is not None:
+        return None
+    fields: _Fields = {}
+    loss_rank = len(_PIPE_LOSS_KEYS)
+    for part in parts[:64]:
+        if len(part) > 240 or not any(c.isdigit() for c in part):
+            continue
+        m = _PIPE_KV_RE.search(part)
+        if m is None:
+            continue
+        key = "_".join(m.group("key").lower().split())
+        if key in _PIPE_LOSS_KEYS:
+            if _PIPE_LOSS_KEYS.index(key) < loss_rank:
+                fields["loss"], loss_rank = m.group("val"), _PIPE_LOSS_KEYS.index(key)
+            continue
+        name = _PIPE_KEYS.get(key)
+        if name is not None:
+            fields.setdefault(name, m.group("val"))
+    iteration = fields.pop("iteration", None)
+    if "step" not in fields and iteration is not None:
+        fields["step"] = iteration
+    if "step" not in fields or len(fields) < 2:
+        return None
+    return fields
+
+
+# ---- the PyTorch ImageNet example and torchvision's MetricLogger
+
+_EPOCH_BATCH_RE = re.compile(
+    r"\bEpoch:\s{0,4}\[\s{0,8}\d{1,9}\]\s{0,8}\[\s{0,12}(?P<n>\d{1,12})\s{0,4}/\s{0,4}"
+    r"(?P<total>\d{1,12})\]",
+    re.ASCII,
+)
+_EPOCH_BATCH_LOSS_RE = re.compile(rf"\b[Ll]oss:?\s{{1,8}}(?P<v>{_NUM}){_NUM_END}", re.ASCII)
+_EPOCH_BATCH_TIME_RE = re.compile(rf"\b[Tt]ime:?\s{{1,8}}(?P<v>{_NUM}){_NUM_END}", re.ASCII)
+_EPOCH_BATCH_TPUT_RE = re.compile(
+    rf"\b(?:img|imgs|images|samples?)/s(?:ec)?:?\s{{1,8}}(?P<v>{_NUM}){_NUM_END}", re.ASCII
 )
 
 
-def _rule_tqdm(text: str) -> _Fields | None:
-    """NxD Training / PyTorch Lightning progress bar with a loss or global_step postfix.
-
-    ``Epoch 0: 3%|▎ | 3/91 [16:05<7:52:06, 321.89s/it, loss=6.7, ..., global_step=1.000,
-    consumed_samples=2048.0]``. The bar's own counter restarts every epoch, so the step
-    is only taken from ``global_step``. A bar without loss or global_step (a data
-    loader, a download) is not a training step.
-    """
-    if "loss=" not in text and "global_step=" not in text:
+def _rule_epoch_batch(text: str) -> _Fields | None:
+    """``Epoch: [0][ 400/80073]\\tTime  0.315 ( 0.372)\\t... Loss 6.98e+00 (7.08e+00)`` and
+    torchvision's ``Epoch: [0]  [ 103/5005]  eta: ...  img/s: 13.6  loss: 6.85 (6.94) ...
+    time: 2.54``. The batch index restarts every epoch, so it is reported as a bar
+    position (``bar_key`` ``"Epoch"``); the value before the running average in
+    parentheses is this batch's."""
+    if "Epoch:" not in text:
         return None
-    if "s/it" not in text and "it/s" not in text:
-        return None
-    m = _TQDM_RATE_RE.search(text)
+    m = _EPOCH_BATCH_RE.search(text)
     if m is None:
         return None
     tail = text[m.end() :]
-    fields: _Fields = {"dt": m.group("dt"), "it_per_s": m.group("it_per_s")}
-    if (g := _TQDM_GLOBAL_STEP_RE.search(tail)) is not None:
-        fields["step"] = g.group("v")
-    if (s := _TQDM_SAMPLES_RE.search(tail)) is not None:
-        fields["samples_total"] = s.group("v")
-    for loss_re in _TQDM_LOSS_RES:
-        if (lm := loss_re.search(tail)) is not None:
-            fields["loss"] = lm.group("v")
-            break
-    if "step" not in fields and "loss" not in fields:
+    fields: _Fields = {"bar_n": m.group("n"), "bar_total": m.group("total"), "bar_key": "Epoch"}
+    if (lo := _EPOCH_BATCH_LOSS_RE.search(tail)) is not None:
+        fields["loss"] = lo.group("v")
+    if (ti := _EPOCH_BATCH_TIME_RE.search(tail)) is not None:
+        fields["dt"] = ti.group("v")
+    if (tp := _EPOCH_BATCH_TPUT_RE.search(tail)) is not None:
+        fields["throughput"] = tp.group("v")
+    if "loss" not in fields and "dt" not in fields:
         return None
     return fields
 
 
-_MEGATRON_ITER_RE = re.compile(r"\biteration\s{1,24}(\d{1,15})\s{0,8}/\s{0,24}\d{1,15}\s{0,8}\|")
-_MEGATRON_SAMPLES_RE = re.compile(r"\bconsumed samples:\s{0,24}(\d{1,20})\b")
-_MEGATRON_DT_RE = re.compile(rf"elapsed time per iteration \(ms\):\s{{0,24}}({_NUM}){_NUM_END}")
-_MEGATRON_LOSS_RE = re.compile(rf"\blm loss:\s{{0,24}}({_NUM}){_NUM_END}")
+_DATA_INDEX_RE = re.compile(
+    r"\bEpoch\s{0,4}\d{1,9},\s{0,4}Data index:\s{0,4}(?P<n>\d{1,12}),\s{0,4}Loss:\s{0,4}"
+    rf"(?:tensor\()?(?P<loss>{_NUM}){_NUM_END}",
+    re.ASCII,
+)
 
 
-def _rule_megatron(text: str) -> _Fields | None:
-    """Megatron-LM / NeMo: ``iteration 10/ 500 | consumed samples: 320 | ... lm loss: ...``."""
-    if "consumed samples:" not in text:
+def _rule_data_index(text: str) -> _Fields | None:
+    """torch-neuronx tutorials: ``Epoch 0, Data index: 3, Loss: 0.1943359375``."""
+    if "Data index" not in text:
         return None
-    it = _MEGATRON_ITER_RE.search(text)
-    if it is None:
+    m = _DATA_INDEX_RE.search(text)
+    if m is None:
         return None
-    fields: _Fields = {"step": it.group(1)}
-    if (s := _MEGATRON_SAMPLES_RE.search(text)) is not None:
-        fields["samples_total"] = s.group(1)
-    if (d := _MEGATRON_DT_RE.search(text)) is not None:
-        fields["dt_ms"] = d.group(1)
-    if (lm := _MEGATRON_LOSS_RE.search(text)) is not None:
-        fields["loss"] = lm.group(1)
-    return fields
+    return {"bar_n": m.group("n"), "bar_key": "Epoch", "loss": m.group("loss")}
 
 
 _PLAIN_STEP_RE = re.compile(
@@ -372,6 +703,11 @@ _PLAIN_DT_RES = (
     ),
     re.compile(rf"{_FREE}(?P<v>{_NUM})\s{{0,2}}(?P<unit>s)/it\b", re.ASCII),
     re.compile(rf"{_FREE}(?P<v>{_NUM})\s{{0,2}}(?P<unit>it)/s\b", re.ASCII),
+    # ``-- It/s: 1.69``: the rate as a key.
+    re.compile(
+        rf"\b(?P<unit>it)/s\s{{0,4}}[:=]\s{{0,4}}(?P<v>{_NUM}){_NUM_END}",
+        re.ASCII | re.IGNORECASE,
+    ),
 )
 _PLAIN_THROUGHPUT_RES = (
     re.compile(
@@ -421,9 +757,23 @@ _DEFAULT_RULES: tuple[tuple[str, _Rule], ...] = (
     ("neurotui-runner", _rule_runner),
     ("torch-neuronx-bert", _rule_bert),
     ("hf-trainer-dict", _rule_hf_dict),
-    ("nxdt-ptl-progress-bar", _rule_tqdm),
-    ("megatron", _rule_megatron),
+    ("progress-bar", _rule_bar),
+    ("megatron-nemo-nanotron", _rule_pipe_kv),
+    ("imagenet-epoch-batch", _rule_epoch_batch),
+    ("epoch-data-index", _rule_data_index),
     ("plain-step-loss", _rule_plain),
+)
+# Every built-in format needs one of these; an ordinary line costs these tests and no regex.
+_PREFILTER = (
+    "loss",
+    "Loss",
+    "LOSS",
+    "it/s",
+    "s/it",
+    "%|",
+    "it [",
+    "iteration",
+    _RUNNER_MARK,
 )
 
 
@@ -460,18 +810,20 @@ def _regex_rule(regex: re.Pattern[str]) -> _Rule:
     return rule
 
 
-def _build_step(fields: _Fields, prefix_rank: int | None) -> StepLine | None:
+def _build_step(fields: _Fields, prefix_rank: int | None, text: str) -> StepLine | None:
     """Typed record from raw field strings; None when no value could be read."""
 
     def num(key: str) -> float | None:
         value = fields.get(key)
         if isinstance(value, float):
             return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
         return _to_float(value) if isinstance(value, str) else None
 
     def count(key: str) -> int | None:
         value = fields.get(key)
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             return value
         return _to_int(value) if isinstance(value, str) else None
 
@@ -481,11 +833,20 @@ def _build_step(fields: _Fields, prefix_rank: int | None) -> StepLine | None:
     if dt is None:
         dt = _inverse(num("it_per_s"))
     step, samples, loss, throughput = count("step"), num("samples"), num("loss"), num("throughput")
-    samples_total = num("samples_total")
-    if step is None and samples is None and loss is None and throughput is None and dt is None \
-            and samples_total is None:
+    samples_total, global_batch = num("samples_total"), num("global_batch")
+    bar_n, bar_total = count("bar_n"), count("bar_total")
+    if (
+        step is None
+        and samples is None
+        and loss is None
+        and throughput is None
+        and dt is None
+        and samples_total is None
+        and bar_n is None
+    ):
         return None
     rank = count("rank")
+    bar_key = fields.get("bar_key")
     return StepLine(
         step=step,
         samples=samples,
@@ -494,6 +855,11 @@ def _build_step(fields: _Fields, prefix_rank: int | None) -> StepLine | None:
         dt=dt,
         rank=prefix_rank if rank is None else rank,
         samples_total=samples_total,
+        global_batch=global_batch,
+        printed_time=_printed_time(text),
+        bar_n=bar_n,
+        bar_total=bar_total,
+        bar_key=bar_key if isinstance(bar_key, str) else None,
     )
 
 
@@ -505,7 +871,7 @@ class StepLineParser:
     events are always recognised: their wording comes from Neuron, not the script.
 
     Cost: an ordinary non-matching line with the default rules goes through about a
-    dozen substring tests and no regex (measured 0.7-1.9 us per line on the dev VM;
+    dozen substring tests and no regex (measured 1-3 us per line on the dev VM;
     ``test_ordinary_lines_are_cheap`` guards it loosely). Each user pattern adds one
     ``re.search``. Built-in regexes use bounded repeats and separate searches, so a
     hostile 64 KiB line still costs milliseconds, not seconds.
@@ -527,7 +893,9 @@ class StepLineParser:
     @classmethod
     def default(cls) -> StepLineParser:
         """The built-in formats: neurotui runner, torch-neuronx BERT, HF Trainer dicts,
-        NxD Training / PTL progress bars, Megatron, and plain ``step N ... loss X``."""
+        progress bars (tqdm / Lightning / NeMo / NxD Training / HF Trainer / torchtune),
+        Megatron-LM / NeMo 2 / nanotron iteration lines, the PyTorch ImageNet example,
+        and plain ``step N ... loss X``."""
         return cls((), include_defaults=True)
 
     @classmethod
@@ -548,7 +916,11 @@ class StepLineParser:
         return f"StepLineParser({list(self._names)!r})"
 
     def parse(self, line: str) -> StepLine | CompileLine | None:
-        """One stdout line to a record, or None for an ordinary line. Never raises."""
+        """One stdout line to a record, or None for an ordinary line. Never raises.
+
+        A line that still holds carriage returns is read as a terminal shows it (its
+        last non-blank part); :func:`explain` instead reads every part.
+        """
         try:
             return self._parse(line)
         except Exception:  # text is untrusted; one odd line must not stop supervision
@@ -582,23 +954,19 @@ class StepLineParser:
         kind = classify_compile(text)
         if kind is not None:
             return CompileLine(what=kind, line=raw)
+        if rank is None and "]:" in text:
+            # ``2024-01-02 10:11:12 [rank1]: ...``: the launcher prefix after a time stamp.
+            late = _LATE_RANK_RE.match(text)
+            if late is not None:
+                rank = int(late.group(1))
         for rule in self._user_rules:
             fields = rule(text)
-            if fields is not None and (record := _build_step(fields, rank)) is not None:
+            if fields is not None and (record := _build_step(fields, rank, text)) is not None:
                 return record
-        # Prefilter: every built-in format needs one of these words, so an ordinary
-        # line costs these few substring tests and no regex at all.
-        if self._defaults and (
-            "loss" in text
-            or "Loss" in text
-            or "LOSS" in text
-            or "global_step=" in text
-            or "consumed samples:" in text
-            or _RUNNER_MARK in text
-        ):
+        if self._defaults and any(word in text for word in _PREFILTER):
             for _, rule in _DEFAULT_RULES:
                 fields = rule(text)
-                if fields is not None and (record := _build_step(fields, rank)) is not None:
+                if fields is not None and (record := _build_step(fields, rank, text)) is not None:
                     return record
         return None
 
@@ -608,3 +976,62 @@ def _last_segment(text: str) -> str:
         if segment.strip():
             return segment
     return ""
+
+
+# --------------------------------------------------------------------------- explain
+
+
+@dataclass(frozen=True)
+class LogReport:
+    """What a parser makes of a log: each recognised step and compile event with its
+    1-based line number, and up to :data:`MAX_UNMATCHED` step-like lines it did not
+    recognise (candidates for a ``--step-pattern``)."""
+
+    steps: list[tuple[int, StepLine]]
+    compiles: list[tuple[int, CompileLine]]
+    unmatched: list[tuple[int, str]]
+    lines: int
+
+
+MAX_UNMATCHED = 20
+#: How much of an unmatched line a report keeps.
+_UNMATCHED_CHARS = 400
+_STEPLIKE_RE = re.compile(r"(?i)\b(?:loss|step|iter|epoch)|it/s|s/it")
+
+
+def _steplike(text: str) -> bool:
+    return any(c.isdigit() for c in text) and _STEPLIKE_RE.search(text) is not None
+
+
+def explain(lines: Iterable[str], parser: StepLineParser) -> LogReport:
+    """Parse a whole log the way it was written: every line, and within a line every
+    position a progress bar drew between carriage returns. Pure; never raises on text.
+
+    The launcher's rank prefix is taken from the start of the line and applies to all
+    of its positions.
+    """
+    steps: list[tuple[int, StepLine]] = []
+    compiles: list[tuple[int, CompileLine]] = []
+    unmatched: list[tuple[int, str]] = []
+    count = 0
+    for count, line in enumerate(lines, 1):
+        if not isinstance(line, str):
+            continue
+        body = line.rstrip("\n")
+        if len(body) > MAX_LINE_CHARS:
+            continue
+        rank, rest = strip_rank_prefix(body)
+        for position in rest.split("\r"):
+            if not position.strip():
+                continue
+            record = parser.parse(position)
+            if isinstance(record, StepLine):
+                if record.rank is None and rank is not None:
+                    record = dataclasses.replace(record, rank=rank)
+                steps.append((count, record))
+            elif isinstance(record, CompileLine):
+                compiles.append((count, record))
+            elif len(unmatched) < MAX_UNMATCHED and _steplike(position):
+                clean = _ANSI_RE.sub("", position) if "\x1b" in position else position
+                unmatched.append((count, clean[:_UNMATCHED_CHARS]))
+    return LogReport(steps=steps, compiles=compiles, unmatched=unmatched, lines=count)

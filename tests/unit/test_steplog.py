@@ -4,8 +4,13 @@ patterns, and the promise that no input makes the parser raise or stall."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import subprocess
+import sys
 import time
+import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -16,9 +21,11 @@ from neurotui.sources.steplog import (
     COMPILE_KINDS,
     MAX_LINE_CHARS,
     CompileLine,
+    LogReport,
     StepLine,
     StepLineParser,
     classify_compile,
+    explain,
     strip_rank_prefix,
 )
 
@@ -129,7 +136,13 @@ def test_bert_phase1_values() -> None:
     assert [s.step for s in got] == list(range(78, 86))
     first, last = got[0], got[-1]
     assert first == StepLine(
-        step=78, samples=None, loss=9.1875, throughput=2873.14, dt=None, rank=None
+        step=78,
+        samples=None,
+        loss=9.1875,
+        throughput=2873.14,
+        dt=None,
+        rank=None,
+        printed_time=datetime(2022, 9, 29, 22, 30, 10).timestamp(),  # "LOG Thu Sep 29 ..."
     )
     assert (last.step, last.loss, last.throughput) == (85, 9.0, 2873.39)
     assert [s.loss for s in got] == [9.1875, 8.9375, 9.0, 9.0, 8.875, 9.0, 9.125, 9.0]
@@ -281,12 +294,91 @@ def test_hf_dict_rejects(line: str) -> None:
 
 def test_tqdm_it_per_s_is_inverted_and_step_needs_global_step() -> None:
     rec = PARSER.parse("Epoch 0:  10%|█ | 10/100 [00:05<00:45, 2.00it/s, loss=2.31, v_num=0]")
-    assert rec == StepLine(step=None, samples=None, loss=2.31, throughput=None, dt=0.5, rank=None)
+    assert rec == StepLine(
+        step=None,
+        samples=None,
+        loss=2.31,
+        throughput=None,
+        dt=0.5,
+        rank=None,
+        bar_n=10,
+        bar_total=100,
+        bar_key="Epoch",
+    )
 
 
-def test_tqdm_without_loss_is_not_a_step() -> None:
-    assert PARSER.parse("  5%|▌         | 50/1000 [00:30<09:30,  1.67it/s]") is None
-    assert PARSER.parse("Map: 100%|██████████| 1000/1000 [00:01<00:00, 900.00 examples/s]") is None
+def test_training_bar_without_loss_is_a_bar_position() -> None:
+    """An HF Trainer bar (no description, no loss) is the training loop's own counter."""
+    rec = PARSER.parse("  5%|▌         | 50/1000 [00:30<09:30,  1.67it/s]")
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.loss, rec.bar_n, rec.bar_total, rec.bar_key) == (None, None, 50, 1000, "")
+    assert rec.dt == pytest.approx(1 / 1.67)
+    rec = PARSER.parse("Epoch 1: : 3it [00:32, 10.68s/it, v_num=1feb, reduced_train_loss=2.66e-5]")
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_n, rec.bar_total, rec.bar_key, rec.dt, rec.loss) == (
+        3,
+        None,
+        "Epoch",
+        10.68,
+        2.66e-5,
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Map: 100%|██████████| 1000/1000 [00:01<00:00, 900.00 examples/s]",
+        "Map (num_proc=4):  50%|█████     | 500/1000 [00:01<00:01, 450.12 examples/s]",
+        "Filter: 100%|██████████| 10/10 [00:00<00:00, 12.50it/s]",
+        "Validation DataLoader 0:  40%|████      | 4/10 [00:01<00:02,  2.71it/s]",
+        "Validating:  99%|█████████▉| 137/139 [00:17<00:00,  9.99it/s]",
+        "Sanity Checking DataLoader 0: 100%|██████████| 2/2 [00:00<00:00,  5.12it/s]",
+        "Testing DataLoader 0: 100%|██████████| 5/5 [00:01<00:00,  4.41it/s]",
+        "Predicting DataLoader 0: 100%|██████████| 5/5 [00:01<00:00,  4.41it/s]",
+        "Evaluating: 100%|██████████| 25/25 [00:05<00:00,  4.80it/s]",
+        "Eval: 100%|██████████| 25/25 [00:05<00:00,  4.80it/s]",
+        "Test: 100%|██████████| 25/25 [00:05<00:00,  4.80it/s]",
+        "Downloading data: 100%|██████████| 3/3 [00:02<00:00,  1.10it/s]",
+        "Downloading (…)lve/main/config.json: 100%|██████████| 665/665 [00:00<00:00, 3.24MB/s]",
+        "model.safetensors:  40%|████      | 400/1000 [00:01<00:01, 312kB/s]",
+        "shard:  40%|████      | 400/1000 [00:01<00:01, 312B/s]",
+        "Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.53s/it]",
+        "Tokenizing: 100%|██████████| 80/80 [00:00<00:00, 800.00it/s]",
+        "Generating train split: 100%|██████████| 10/10 [00:00<00:00, 99.00 examples/s]",
+        "Training: 0it [00:00, ?it/s]",
+        "Epoch 0:   0%|          | 0/18 [00:00<?, ?it/s]",
+        "Epoch 0:  10%|█ | 10/100 [00:05<00:45, 2.00it/s, loss=, v_num=0]".replace(
+            "10/100", "0/100"
+        ),
+    ],
+)
+def test_bars_that_are_not_training_steps(line: str) -> None:
+    assert PARSER.parse(line) is None
+
+
+def test_bar_loss_with_nothing_after_the_equals_is_no_value() -> None:
+    rec = PARSER.parse("Epoch 0:  10%|█ | 10/100 [00:05<00:45, 2.00it/s, loss=")
+    assert isinstance(rec, StepLine) and rec.loss is None and rec.bar_n == 10
+    rec = PARSER.parse(
+        "Epoch 0:  10%|█ | 10/100 [00:05<00:45, 2.00it/s, loss=, reduced_train_loss=3]"
+    )
+    assert isinstance(rec, StepLine) and rec.loss == 3.0
+
+
+def test_nemo_bar_prefers_train_step_timing_and_reads_samples_per_sec() -> None:
+    rec = PARSER.parse(
+        "Epoch 1: : 1it [00:04,  4.36s/it, v_num=d3c7, reduced_train_loss=0.674, "
+        "global_step=1.000, consumed_samples=128.0, train_step_timing in s=3.370, "
+        "batch_time=4.400, samples/sec=14.60]     2025-12-17 04:54:49,774 [INFO] "
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.loss, rec.dt, rec.throughput, rec.samples_total) == (
+        1,
+        0.674,
+        3.37,
+        14.6,
+        128.0,
+    )
 
 
 def test_tqdm_carriage_return_redraws_use_the_last_one() -> None:
@@ -295,7 +387,17 @@ def test_tqdm_carriage_return_redraws_use_the_last_one() -> None:
         "\rEpoch 0: 4%|▍ | 4/91 [21:20<7:44:18, 300.00s/it, loss=6.1, global_step=2.000]\r"
     )
     rec = PARSER.parse(line)
-    assert rec == StepLine(step=2, samples=None, loss=6.1, throughput=None, dt=300.0, rank=0)
+    assert rec == StepLine(
+        step=2,
+        samples=None,
+        loss=6.1,
+        throughput=None,
+        dt=300.0,
+        rank=0,
+        bar_n=4,
+        bar_total=91,
+        bar_key="Epoch",
+    )
 
 
 # --------------------------------------------------------------------------- Megatron
@@ -309,9 +411,71 @@ def test_megatron_iteration_line() -> None:
     )
     rec = PARSER.parse(line)
     assert rec == StepLine(
-        step=10, samples=None, loss=10.64536, throughput=None, dt=1.2345, rank=None,
+        step=10,
+        samples=None,
+        loss=10.64536,
+        throughput=None,
+        dt=1.2345,
+        rank=None,
         samples_total=320.0,
+        global_batch=32.0,
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "loss", "dt", "samples_total", "global_batch", "throughput"),
+    [
+        (  # nanotron: human-readable suffixes, 11.5K ms is 11.5 s
+            "10/17/2025 16:31:56 [INFO|DP=0|PP=0|TP=0]: iteration: 327281 / 378950 | "
+            "consumed_tokens: 85.8G | elapsed_time_per_iteration_ms: 11.5K | tokens_per_sec: "
+            "22.8K | global_batch_size: 64 | lm_loss: 2.38 | lr: 1e-05 | grad_norm: 1.25",
+            327281, 2.38, 11.5, None, 64.0, None,
+        ),
+        (  # NeMo 2: global_step wins over the per-epoch iteration
+            "Training epoch 1, iteration 3/9 | lr: 0.0006 | consumed_samples: 416 | "
+            "global_batch_size: 32 | global_step: 12 | reduced_train_loss: 7.113 | "
+            "train_step_timing in s: 0.5 | val_loss: 4.106",
+            12, 7.113, 0.5, 416.0, 32.0, None,
+        ),
+        (  # Megatron-DeepSpeed prints samples per second
+            " iteration      100/  1000 | consumed samples:         3200 | elapsed time per "
+            "iteration (ms): 2000.0 | samples per second: 16.000 | lm loss: 5.0E+00 |",
+            100, 5.0, 2.0, 3200.0, None, 16.0,
+        ),
+        (  # the 2019 form has no colons and no consumed samples
+            " iteration      100/   20000 | elapsed time per iteration (ms): 334.9 | learning "
+            "rate 1.010E-06 | lm loss 1.020020E+01 | nsp loss 5.515259E-01 |",
+            100, 10.2002, 0.3349, None, None, None,
+        ),
+    ],
+)  # fmt: skip
+def test_iteration_pipe_lines(
+    line: str,
+    step: int,
+    loss: float,
+    dt: float,
+    samples_total: float | None,
+    global_batch: float | None,
+    throughput: float | None,
+) -> None:
+    rec = PARSER.parse(line)
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.loss, rec.samples_total, rec.global_batch, rec.throughput) == (
+        step,
+        loss,
+        samples_total,
+        global_batch,
+        throughput,
+    )
+    assert rec.dt == pytest.approx(dt)
+
+
+def test_megatron_validation_line_is_not_a_step() -> None:
+    line = (
+        " validation loss at iteration 100 | lm loss value: 2.345E+00 | lm loss PPL: "
+        "1.043E+01 | "
+    )
+    assert PARSER.parse(line) is None
 
 
 # --------------------------------------------------------------------------- plain lines
@@ -547,6 +711,16 @@ HOSTILE = [
     "step 1 loss 2 " + "1 samples " * 6000,
     "{'loss': " + "[" * 2000 + "]" * 2000 + "}",
     "Compiler status" + " " * 60000,
+    "iteration " + ("a 1 " * 59 + "|") * 64,
+    "iteration " + "| a" * 20000,
+    "Epoch: [" * 8000 + "loss",
+    "Epoch: [0][ 1/2]" + " Loss" * 12000,
+    "%|" * 30000 + " 1/2 [",
+    "loss " + " 1it [00:01, " * 5000,
+    "2024-01-01 10:00:00" * 3000 + " step 1 loss 2",
+    "\x1b]" * 20000 + "loss step 1",
+    "0" * 50 + "]:" + " step 1 loss 1" * 3000,
+    "Epoch 0:  10%|█ | 10/100 [00:05<00:45, 2.00it/s, " + "loss=1, " * 7000 + "]",
 ]
 
 
@@ -613,6 +787,20 @@ FRAGMENTS = [
     "ms",
     ",",
     " ",
+    "%|",
+    " 0it [00:01, ",
+    "Epoch: [0][",
+    "iteration: ",
+    " | ",
+    "elapsed_time_per_iteration_ms: ",
+    "11.5K",
+    "Data index: ",
+    "1|2|Loss: ",
+    "train_step_timing in s=",
+    "2024-01-02 10:11:12",
+    "LOG Mon Jan  2 10:11:12 2025",
+    "not found in x: the corresponding graph will be recompiled",
+    "\x1b]8;;\x1b\\",
 ]
 PATTERN_PARSER = StepLineParser.from_patterns(
     [r"(?P<step>\d+)/(?P<samples>\S+) (?P<loss>\S+)"], include_defaults=True
@@ -639,6 +827,17 @@ def test_garbage_bytes_never_raise(line: bytes) -> None:
     _check_never_raises(line)
 
 
+NEAR_MISS = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=20).map("".join)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(NEAR_MISS))
+def test_explain_never_raises(lines: list[str]) -> None:
+    rep = explain(lines, PARSER)
+    assert rep.lines == len(lines) and len(rep.unmatched) <= 20
+    assert all(isinstance(s, StepLine) for _, s in rep.steps)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=30).map("".join))
 def test_near_miss_lines_never_raise(line: str) -> None:
@@ -646,3 +845,295 @@ def test_near_miss_lines_never_raise(line: str) -> None:
     rank, rest = strip_rank_prefix(line)
     assert rank is None or rank >= 0
     assert line.endswith(rest)
+
+
+# --------------------------------------------------------------------------- prefixes in any order
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("\x1b[32m[default3]:step 1 loss 2", (3, "step 1 loss 2")),
+        ("\x1b[1m\x1b[36m[rank12]:x", (12, "x")),
+        ("\x1b[0m[1,4]<stdout>:y", (4, "y")),
+        ("\x1b[32mplain", (None, "\x1b[32mplain")),
+    ],
+)
+def test_strip_rank_prefix_behind_colour_codes(
+    line: str, expected: tuple[int | None, str]
+) -> None:
+    assert strip_rank_prefix(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "\x1b[32m[default1]:\x1b[0mstep: 5  loss: 2.5",
+        "[default1]:\x1b[31mstep: 5  \x1b[32mloss: 2.5\x1b[0m",
+        "2025-03-12 11:10:21,511 [rank1]: step: 5  loss: 2.5",
+        "\x1b[2m2025-03-12 11:10:21\x1b[0m [rank1]:step: 5  loss: 2.5",
+        "[2025-03-12 11:10:21] [rank1]: step: 5  loss: 2.5",
+    ],
+)
+def test_rank_prefix_timestamp_and_colour_in_any_order(line: str) -> None:
+    rec = PARSER.parse(line)
+    assert isinstance(rec, StepLine), line
+    assert (rec.step, rec.loss, rec.rank) == (5, 2.5, 1)
+
+
+# --------------------------------------------------------------------------- printed time
+
+
+def _local(*args: int) -> float:
+    return datetime(*args).timestamp()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "[2024-04-06 02:59:36] iteration 43/ 100 | consumed samples: 5504 | "
+            "elapsed time per iteration (ms): 5444.9 | lm loss: 1.8E+00 |",
+            _local(2024, 4, 6, 2, 59, 36),
+        ),
+        (
+            "[rank0]:[titan] 2025-03-12 11:10:21,511 - root - INFO - step: 22  loss:  6.2250",
+            _local(2025, 3, 12, 11, 10, 21) + 0.511,
+        ),
+        (
+            "LOG Mon Jan  2 10:11:12 2025 - (0, 7) step_loss : 9.0000 throughput : 10.0",
+            _local(2025, 1, 2, 10, 11, 12),
+        ),
+        (
+            "2023-06-15T12:11:12Z step 3 loss 2.0",
+            datetime(2023, 6, 15, 12, 11, 12, tzinfo=timezone.utc).timestamp(),
+        ),
+        (
+            "2023-06-15T12:11:12+02:00 step 3 loss 2.0",
+            datetime(2023, 6, 15, 10, 11, 12, tzinfo=timezone.utc).timestamp(),
+        ),
+        (
+            "10/17/2025 16:31:56 [INFO|DP=0|PP=0|TP=0]: iteration: 8 / 10 | lm_loss: 2.38 | "
+            "elapsed_time_per_iteration_ms: 45",
+            _local(2025, 10, 17, 16, 31, 56),
+        ),
+        ("[20:31:51] step 3 loss 2.0", None),  # a time without a date
+        ("I0302 02:18:34.095144 1407 x.py:539] Train Step: 83/90  / loss = 10.2", None),
+        ("step 3 loss 2.0 saved /ckpt/2024-01-01 10:00:00", None),
+        ("2024-13-45 99:99:99 step 3 loss 2.0", None),  # not a real date
+    ],
+)
+def test_printed_time(line: str, expected: float | None) -> None:
+    rec = PARSER.parse(line)
+    assert isinstance(rec, StepLine), line
+    assert rec.printed_time == (pytest.approx(expected) if expected is not None else None)
+
+
+# --------------------------------------------------------------------------- HF dict defects
+
+
+def test_hf_dict_with_string_values_as_newer_transformers_logs_them() -> None:
+    rec = PARSER.parse(
+        "{'loss': '1.248', 'grad_norm': '0', 'learning_rate': '0.00041', 'epoch': '10'}"
+    )
+    assert isinstance(rec, StepLine) and rec.loss == 1.248
+
+
+def test_hf_dict_literal_eval_prints_no_warning() -> None:
+    """Some dict-looking lines made ``literal_eval`` print a SyntaxWarning to stderr."""
+    lines = [
+        "{'loss': 1.0, 'a': 1if 1else 2}",
+        "{'loss': 1.0, 'a': 0x1for}",
+        r"{'loss': 1.0, 'path': 'C:\data\run'}",
+        "{'loss': 1.0, 'x': 1 is 1}",
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for line in lines:
+            PARSER.parse(line)
+    assert [str(w.message) for w in caught] == []
+
+
+def test_hf_dict_step_survives_warnings_as_errors() -> None:
+    """Under ``-W error`` an invalid escape in a dict value became a SyntaxError: lost step."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rec = PARSER.parse(r"{'loss': 0.5, 'run': 'C:\data\run', 'epoch': 1.0}")
+    assert isinstance(rec, StepLine) and rec.loss == 0.5
+
+
+def test_hf_dict_no_stderr_in_a_fresh_interpreter() -> None:
+    code = (
+        "from neurotui.sources.steplog import StepLineParser as P\n"
+        "r = P.default().parse(\"{'loss': 1.0, 'a': 1if 1else 2}\")\n"
+        "r2 = P.default().parse(\"{'loss': 2.0, 'p': '\\\\d'}\")\n"
+        "print(r, r2.loss)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert out.stdout.strip() == "None 2.0"
+
+
+# Real output of ``rich.console.Console(force_terminal=True).log(dict)`` and of a
+# ``RichHandler`` logging ``str(dict)`` (rich 13, captured on the dev VM).
+RICH_LOG = (
+    "\x1b[2;36m[20:31:51]\x1b[0m\x1b[2;36m \x1b[0m\x1b[1m{\x1b[0m\x1b[32m'loss'\x1b[0m: "
+    "\x1b[1;36m2.3456\x1b[0m, \x1b[32m'learning_rate'\x1b[0m: \x1b[1;36m4.8e-05\x1b[0m, "
+    "\x1b[32m'epoch'\x1b[0m: \x1b[1;36m0.12\x1b[0m\x1b[1m}\x1b[0m                          "
+    "                \x1b[2m<string>:9\x1b[0m"
+)
+RICH_HANDLER = (
+    "\x1b[2;36m[11/23/26 20:31:51]\x1b[0m\x1b[2;36m \x1b[0m\x1b[34mINFO    \x1b[0m \x1b[1m{\x1b[0m"
+    "\x1b[32m'loss'\x1b[0m: \x1b[1;36m2.3456\x1b[0m, \x1b[32m'learning_rate'\x1b[0m: "
+    "\x1b[1;36m4.8e-05\x1b[0m, \x1b[32m'epoch'\x1b[0m: \x1b[1;36m0.12\x1b[0m\x1b[1m}\x1b[0m      "
+    "                 \x1b]8;id=10138700;file://<string>\x1b\\\x1b[2m<string>\x1b[0m\x1b]8;;\x1b\\"
+    "\x1b[2m:\x1b[0m\x1b]8;id=10138701;file://<string>#12\x1b\\\x1b[2m12\x1b[0m\x1b]8;;\x1b\\"
+)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        RICH_LOG,
+        RICH_HANDLER,
+        "[bold]{'loss': 2.3456, 'epoch': 0.12}[/bold]",
+        "2024-01-02 10:11:12,345 - INFO - __main__ - {'loss': 2.3456, 'epoch': 0.12}",
+    ],
+)
+def test_hf_dict_inside_rich_or_logging_decoration(line: str) -> None:
+    """Before: only a line that *was* the dict counted, so Rich's time column and file
+    link around it (or literal markup) lost the step."""
+    rec = PARSER.parse(line)
+    assert isinstance(rec, StepLine) and rec.loss == 2.3456
+
+
+# --------------------------------------------------------------------------- other formats
+
+
+def test_imagenet_example_and_metric_logger() -> None:
+    rec = PARSER.parse(
+        "Epoch: [3][ 40/5005]\tTime  0.315 ( 0.372)\tData  0.002 ( 0.073)\t"
+        "Loss 6.9802e+00 (7.0827e+00)\tAcc@1   0.00 (  0.08)"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.bar_n, rec.bar_total, rec.bar_key, rec.loss, rec.dt) == (
+        None,
+        40,
+        5005,
+        "Epoch",
+        6.9802,
+        0.315,
+    )
+    rec = PARSER.parse(
+        "Epoch: [0]  [ 103/5005]  eta: 4:43:31  lr: 0.1  img/s: 13.6  loss: 6.8536 (6.9458)  "
+        "acc1: 0.0000 (0.2103)  time: 2.5401  data: 0.0336  max mem: 3524"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_n, rec.loss, rec.dt, rec.throughput) == (103, 6.8536, 2.5401, 13.6)
+    assert PARSER.parse("Test: [1460/2500]\tTime 0.036 (0.039)\tLoss 2.6388 (0.9189)") is None
+
+
+def test_torchtune_bar_description_carries_the_global_step() -> None:
+    rec = PARSER.parse(
+        "1|25|Loss: 1.2621808052062988:  26%|██▌       | 26/101 [06:45<17:27, 13.96s/it]"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.loss, rec.bar_n, rec.dt) == (25, 1.2621808052062988, 26, 13.96)
+
+
+def test_key_style_rate_and_data_index_lines() -> None:
+    rec = PARSER.parse("Train step 1040 -- Loss: 11.174, MLM: 10.479 -- It/s: 2.00")
+    assert isinstance(rec, StepLine) and (rec.step, rec.loss, rec.dt) == (1040, 11.174, 0.5)
+    rec = PARSER.parse("Epoch 0, Data index: 3, Loss: 0.1943359375")
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_n, rec.bar_key, rec.loss) == (3, "Epoch", 0.1943359375)
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        (
+            "subprocess.CalledProcessError: Command '['neuronx-cc', 'compile', '--target=trn1']' "
+            "returned non-zero exit status 70.",
+            "compile_failed",
+        ),
+        (
+            "04/19/2022 09:09:57 AM ERROR 1203 [neuron-cc]:  An Internal Compiler Error has "
+            "occurred",
+            "compile_failed",
+        ),
+        (
+            "[F134] neuronx-cc terminated abnormally - Please open a support ticket",
+            "compile_failed",
+        ),
+        (
+            "neuronxcc-2.12.54.0+f631c2365/MODULE_de2a+2c2d707e/model.neff not found in "
+            "aws-neuron/optimum-neuron-cache: the corresponding graph will be recompiled. This "
+            "may take up to one hour for large models.",
+            "cache_miss",
+        ),
+    ],
+)
+def test_more_compile_events(line: str, what: str) -> None:
+    assert classify_compile(line) == what
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2023-06-15T12:11:12Z ERROR 85724 [neuronx-cc]:   File \"neuronxcc/driver/Job.py\", "
+        "line 300",
+        "subprocess.CalledProcessError: Command '['ls']' returned non-zero exit status 2.",
+        "the graph will be recompiled later",
+    ],
+)
+def test_not_more_compile_events(line: str) -> None:
+    assert classify_compile(line) is None
+
+
+# --------------------------------------------------------------------------- explain
+
+
+def test_explain_reads_every_carriage_return_position() -> None:
+    log = [
+        "[default1]:\r  4%|▎ | 12/300 [00:05<02:00,  2.00it/s]\r  4%|▎ | 13/300 [00:05<02:00,"
+        "  2.00it/s]\r      \r{'loss': 1.25, 'learning_rate': 1e-05, 'epoch': 0.1}\n",
+        "INFO ||NCC_WRAPPER||: No candidate found under /var/tmp/x.\n",
+        "resuming at step 3 with loss scale 1024\n",
+        "ordinary line\n",
+    ]
+    rep = explain(log, PARSER)
+    assert isinstance(rep, LogReport) and rep.lines == 4
+    assert [(n, s.bar_n, s.loss, s.rank) for n, s in rep.steps] == [
+        (1, 12, None, 1),
+        (1, 13, None, 1),
+        (1, None, 1.25, 1),
+    ]
+    assert [(n, c.what) for n, c in rep.compiles] == [(2, "cache_miss")]
+    assert rep.unmatched == [(3, "resuming at step 3 with loss scale 1024")]
+
+
+def test_explain_keeps_at_most_twenty_unmatched_and_never_raises() -> None:
+    odd: list = [None, 3, "step 1 loss 2 " * (MAX_LINE_CHARS // 10)]
+    rep = explain([f"loss scale {i}\n" for i in range(50)] + odd, PARSER)
+    assert len(rep.unmatched) == 20 and rep.unmatched[0] == (1, "loss scale 0")
+    assert rep.steps == [] and rep.lines == 53
+    assert explain([], PARSER) == LogReport(steps=[], compiles=[], unmatched=[], lines=0)
+
+
+def test_explain_with_a_user_pattern() -> None:
+    parser = StepLineParser.from_patterns([r"it=(?P<step>\d+) l=(?P<loss>\S+)"])
+    rep = explain(["it=5 l=0.25\n", "step 1 loss 2\n"], parser)
+    assert [(n, s.step) for n, s in rep.steps] == [(1, 5)]
+    assert rep.unmatched == [(2, "step 1 loss 2")]
+
+
+def test_step_line_new_fields_are_optional_and_last() -> None:
+    names = [f.name for f in dataclasses.fields(StepLine)]
+    assert names[:7] == ["step", "samples", "loss", "throughput", "dt", "rank", "samples_total"]
+    assert names[7:] == ["global_batch", "printed_time", "bar_n", "bar_total", "bar_key"]
+    rec = StepLine(1, None, 2.0, None, None, None)
+    assert json.dumps(dataclasses.asdict(rec))  # plain values only

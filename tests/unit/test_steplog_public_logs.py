@@ -1,0 +1,256 @@
+"""Recognition of real training logs collected from public issues, docs and examples.
+
+Every capture in ``tests/fixtures/steplogs`` (sources in its SOURCES.md) has its number of
+training steps written here by hand, from reading the capture: one per line or progress
+bar position (the text between carriage returns) that reports a training step. Redraws
+of the same bar position count, because each is a separate report; bars that have not
+counted anything yet (``0/18``), evaluation lines and log noise do not. The test counts
+what :func:`explain` finds and requires it to equal that number for every capture.
+
+When ``../shared/fixtures/telemetry`` is present its ``trainlog_*``/``compilelog_*``
+captures are counted too; without it they are left out (and said so).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from neurotui.sources.steplog import LogReport, StepLine, StepLineParser, explain
+
+_REPO = Path(__file__).resolve().parents[2]
+CAPTURES = _REPO / "tests" / "fixtures" / "steplogs"
+_SHARED_DIRS = [
+    _REPO / "shared" / "fixtures" / "telemetry",
+    _REPO.parent / "shared" / "fixtures" / "telemetry",
+]
+SHARED = next((d for d in _SHARED_DIRS if d.is_dir()), None)
+
+PARSER = StepLineParser.default()
+
+# capture -> (training steps present, compile events in order)
+EXPECTED: dict[str, tuple[int, list[str]]] = {
+    # aws-neuron docs and samples
+    "nxdt_llama3-8B-dpo_progressbar_mojibake_docs.txt": (3, []),
+    "nxdt_megatron-gpt_progressbar_docs.txt": (3, []),
+    "torch-neuronx_bert_torchx-eks_LOG_docs.txt": (3, []),
+    # Neuron issues
+    "torch-neuronx_Epoch-Data-index-Loss_with-compile_real-capture_aws-neuron-sdk-issue872_EXCERPT"
+    ".txt": (1, ["compile", "compiled", "compile"]),
+    "optimum-neuron_hf-bar-with-log-text-appended_cache-hit_real-capture_optimum-neuron-issue129"
+    "_EXCERPT.txt": (1, ["cache_hit", "cache_hit"]),
+    "compilelog_neuron-parallel-compile_exit-status-70_real-capture_aws-neuron-samples-issue94"
+    "_EXCERPT.txt": (0, ["compile_failed"]),
+    "compilelog_neuron-cc_internal-compiler-error_real-capture_aws-neuron-sdk-issue422_EXCERPT"
+    ".txt": (0, ["compile_failed"]),
+    "compilelog_optimum-neuron_hub-cache-miss-model-done-not-found_real-capture_optimum-neuron"
+    "-issue698_EXCERPT.txt": (0, ["cache_miss", "cache_miss", "cache_miss", "compile"]),
+    "compilelog_optimum-neuron_hub-cache-miss-model-neff-not-found_real-capture_aws-neuron-sdk"
+    "-issue825_EXCERPT.txt": (0, ["compile", "cache_miss", "cache_miss", "cache_miss"]),
+    # NeMo / NxD Training progress bars and NeMo 2 lines
+    "nemo1_megatron-bar_real-capture_nemo-launcher-issue55.txt": (1, []),
+    "nemo2_training-epoch-iteration_real-capture_nemo-pr10128_EXCERPT.txt": (9, []),
+    "nemo2_training-line-with-val_loss_real-capture_bionemo-recipes-pr740_EXCERPT.txt": (6, []),
+    # Megatron-LM and nanotron
+    "megatron-lm_bert_first-iteration-no-loss_real-capture_nccl-issue743_EXCERPT.txt": (1, []),
+    "megatron-lm_2019-format-no-consumed-samples_real-capture_megatron-issue5_EXCERPT.txt": (4, []),
+    "megatron-lm_tflops-per-gpu_real-capture_megatron-issue756_EXCERPT.txt": (3, []),
+    "megatron-bridge_timestamped-iteration_real-capture_megatron-bridge-issue4024_EXCERPT.txt": (
+        3,
+        [],
+    ),
+    "nanotron_11.5K-suffixes_real-capture_nanotron-issue390_EXCERPT.txt": (4, []),
+    "nanotron_host-in-prefix_real-capture_nanotron-pr23_EXCERPT.txt": (3, []),
+    # torchtitan, torchtune, nanoGPT
+    "torchtitan_rank-prefix-and-timestamp_real-capture_torchtitan-pr950_EXCERPT.txt": (8, []),
+    "torchtitan_gc-and-profiler-lines_real-capture_torchtitan-pr1287_EXCERPT.txt": (6, []),
+    "torchtune_bar-description-carries-step-and-loss_real-capture_torchtune-pr2620_EXCERPT.txt": (
+        13,
+        [],
+    ),
+    "nanogpt_iter-loss-time-mfu_real-capture_nanogpt-issue167_EXCERPT.txt": (2, []),
+    # Hugging Face Trainer
+    "hf-trainer_bar-redraws-and-loss-dicts_CR_real-capture_h2ogpt-pr86_EXCERPT.txt": (15, []),
+    "hf-trainer_loss-dicts-with-grad_norm_real-capture_modal-llm-finetuning-pr82_EXCERPT.txt": (
+        13,
+        [],
+    ),
+    "hf-trainer_string-valued-loss-dict_real-capture_transformers-pr48397_EXCERPT.txt": (1, []),
+    # PyTorch Lightning
+    "lightning_bar-redraws-and-loss-less-positions_real-capture_lightning-issue4225_EXCERPT.txt": (
+        15,
+        [],
+    ),
+    "lightning_validation-bar-overwritten-by-checkpoint-message_real-capture_lightning-issue2667"
+    ".txt": (1, []),
+    "lightning_bar_real-capture_nnue-pytorch-issue83.txt": (1, []),
+    "lightning_bar-without-loss-and-hours-elapsed_real-capture_anemoi-core-issue614.txt": (1, []),
+    # PyTorch ImageNet example / torchvision references
+    "pytorch-imagenet-example_Epoch-batch-Time-Loss_tabs_real-capture_yjh0410-pytorch-imagenet"
+    "-issue1.txt": (1, []),
+    "pytorch-imagenet-example_Test-eval-lines-not-training_real-capture_cadene-pretrained-models"
+    "-issue149_EXCERPT.txt": (0, []),
+    "torchvision-references_MetricLogger-img-per-s_real-capture_spike-element-wise-resnet"
+    "-issue10_EXCERPT.txt": (7, []),
+    # TensorFlow BERT scripts (hand-written step lines)
+    "tf-bert_mpirun-prefix-Train-step-It-per-s_real-capture_aws-deep-learning-models-issue45"
+    "_EXCERPT.txt": (8, []),
+    "tf-bert_absl-Train-Step-loss-time-sec_real-capture_deeplearningexamples-issue1262"
+    "_EXCERPT.txt": (2, []),
+}
+
+# ../shared/fixtures/telemetry captures, counted when present (same rules).
+SHARED_EXPECTED: dict[str, tuple[int, list[str]]] = {
+    "trainlog_torch-neuronx_bert-large-phase1_step_loss_docs.txt": (8, []),
+    "trainlog_torch-neuronx_bert-large-phase2_step_loss_docs.txt": (7, []),
+    "trainlog_torch-neuronx_bert-large-phase2_resume-and-config_docs.txt": (0, []),
+    "trainlog_nxdt_llama3-70B_progressbar_docs.txt": (4, []),
+    "trainlog_optimum-neuron_hf-trainer_loss-nan_cache-hit_real-capture_optimum-neuron-issue658"
+    "_EXCERPT.txt": (6, ["cache_hit"]),
+    "trainlog_torch-neuronx_2workers_compile-and-cache_real-capture_aws-k8s-tester-pr466"
+    "_EXCERPT.txt": (0, ["compile", "compiled", "cache_hit"]),
+    "trainlog_torch-neuronx_mlp_trn1_first-run-compile_docs.txt": (
+        0,
+        ["cache_miss", "compiled", "compiled", "cache_miss", "compiled", "compiled"],
+    ),
+    "trainlog_torch-neuronx_mlp_trn1_cached-rerun_docs.txt": (0, ["cache_hit", "cache_hit"]),
+    "trainlog_torch-neuronx_mlp_trn1_torchrun_docs.txt": (0, []),
+    "compilelog_neuron-cache_first-compile_docs.txt": (0, ["compiled"]),
+    "compilelog_neuron-cache_cache-hit_docs.txt": (0, ["cache_hit"]),
+    "compilelog_neuron-cache_cached-failed-neff_docs.txt": (0, ["compile_failed"]),
+}
+
+
+def _report(path: Path) -> LogReport:
+    # Split on \n only, as a pipe delivers it: carriage returns stay for explain().
+    return explain(path.read_text(encoding="utf-8").split("\n"), PARSER)
+
+
+def _all_cases() -> list[tuple[str, Path, int, list[str]]]:
+    cases = [(name, CAPTURES / name, n, c) for name, (n, c) in EXPECTED.items()]
+    if SHARED is not None:
+        cases += [
+            (f"shared/{name}", SHARED / name, n, c) for name, (n, c) in SHARED_EXPECTED.items()
+        ]
+    return cases
+
+
+CASES = _all_cases()
+
+
+def test_every_capture_has_an_expectation_and_a_source() -> None:
+    present = {p.name for p in CAPTURES.iterdir() if p.suffix == ".txt"}
+    assert present == set(EXPECTED)
+    sources = (CAPTURES / "SOURCES.md").read_text(encoding="utf-8")
+    missing = [name for name in EXPECTED if f"`{name}`" not in sources]
+    assert missing == []
+    assert len(EXPECTED) >= 15
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "present", "compiles"), CASES, ids=[c[0][:60] for c in CASES]
+)
+def test_capture_steps_found_equal_steps_present(
+    name: str, path: Path, present: int, compiles: list[str]
+) -> None:
+    report = _report(path)
+    assert len(report.steps) == present, [n for n, _ in report.steps]
+    assert [c.what for _, c in report.compiles] == compiles
+
+
+def test_recognition_table() -> None:
+    rows = []
+    for name, path, present, _ in CASES:
+        rows.append((name, len(_report(path).steps), present))
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{'capture':<{width}}  found  present"]
+    lines += [f"{name:<{width}}  {found:>5}  {present:>7}" for name, found, present in rows]
+    total_found = sum(r[1] for r in rows)
+    total_present = sum(r[2] for r in rows)
+    rate = total_found / total_present
+    lines.append(f"{'TOTAL':<{width}}  {total_found:>5}  {total_present:>7}  ({rate:.1%})")
+    if SHARED is None:
+        lines.append("(../shared/fixtures/telemetry absent: its captures are not counted)")
+    print("\n" + "\n".join(lines))
+    invented = [(name, found, present) for name, found, present in rows if found > present]
+    assert invented == [], "steps found that are not in the capture"
+    assert rate >= 0.90, "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _steps(name: str) -> list[StepLine]:
+    return [s for _, s in _report(CAPTURES / name).steps]
+
+
+def test_values_nanotron_suffixes_and_us_date() -> None:
+    got = _steps("nanotron_11.5K-suffixes_real-capture_nanotron-issue390_EXCERPT.txt")
+    assert [s.step for s in got] == [327281, 327282, 327283, 327284]
+    assert {s.dt for s in got} == {11.5}  # elapsed_time_per_iteration_ms: 11.5K
+    assert {s.global_batch for s in got} == {64.0}
+    assert got[0].throughput is None  # tokens_per_sec is not samples/s
+    assert got[0].printed_time == datetime(2025, 10, 17, 16, 31, 56).timestamp()
+
+
+def test_values_megatron_timestamped() -> None:
+    got = _steps(
+        "megatron-bridge_timestamped-iteration_real-capture_megatron-bridge-issue4024_EXCERPT.txt"
+    )
+    first = got[0]
+    assert (first.step, first.samples_total, first.global_batch, first.loss) == (
+        15,
+        7680.0,
+        512.0,
+        1.059172,
+    )
+    assert first.dt == pytest.approx(27.4476)
+    assert first.printed_time == datetime(2026, 5, 28, 22, 19, 49).timestamp()
+    got = _steps("megatron-lm_tflops-per-gpu_real-capture_megatron-issue756_EXCERPT.txt")
+    assert all(s.throughput is None for s in got)  # TFLOP/s/GPU is not samples/s
+
+
+def test_values_progress_bars() -> None:
+    dpo = _steps("nxdt_llama3-8B-dpo_progressbar_mojibake_docs.txt")
+    assert [(s.step, s.bar_n, s.bar_total, s.bar_key) for s in dpo] == [
+        (1, 3, 62, "Epoch"),
+        (3, 4, 62, "Epoch"),
+        (3, 5, 62, "Epoch"),
+    ]
+    assert [s.throughput for s in dpo] == [0.108, 0.181, 0.181]
+    assert dpo[0].dt == pytest.approx(50.0)  # 0.02it/s
+    hf = _steps("hf-trainer_bar-redraws-and-loss-dicts_CR_real-capture_h2ogpt-pr86_EXCERPT.txt")
+    assert [s.bar_n for s in hf if s.bar_n is not None] == [
+        1294, 1295, 1295, 1296, 1296, 1297, 1297, 1298, 1298, 1299,
+    ]  # fmt: skip
+    assert {s.bar_key for s in hf if s.bar_n is not None} == {""}
+    assert [s.loss for s in hf if s.loss is not None] == [1.0692, 1.2193, 1.4059, 1.2362, 1.1192]
+    lightning = _steps(
+        "lightning_bar-redraws-and-loss-less-positions_real-capture_lightning-issue4225_EXCERPT.txt"
+    )
+    assert lightning[4].bar_n == 6 and lightning[4].dt is None  # cut off: "[00:23<00:47,  3"
+    tune = _steps(
+        "torchtune_bar-description-carries-step-and-loss_real-capture_torchtune-pr2620_EXCERPT.txt"
+    )
+    assert [s.step for s in tune][:3] == [25, 26, 26] and tune[0].bar_n == 26
+
+
+def test_values_rank_and_time_prefixes() -> None:
+    titan = _steps("torchtitan_rank-prefix-and-timestamp_real-capture_torchtitan-pr950_EXCERPT.txt")
+    assert {s.rank for s in titan} == {0}
+    assert titan[0].printed_time == pytest.approx(
+        datetime(2025, 3, 12, 11, 10, 21, 511000).timestamp()
+    )
+    tf = _steps(
+        "tf-bert_mpirun-prefix-Train-step-It-per-s_real-capture_aws-deep-learning-models-issue45"
+        "_EXCERPT.txt"
+    )
+    assert {s.rank for s in tf} == {0}
+    assert tf[0].dt == pytest.approx(1 / 1.69)
+    string_dict = _steps(
+        "hf-trainer_string-valued-loss-dict_real-capture_transformers-pr48397_EXCERPT.txt"
+    )
+    assert string_dict[0].loss == 1.248 and not math.isnan(string_dict[0].loss)
