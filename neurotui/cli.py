@@ -1,4 +1,4 @@
-"""Command line: run, attach, ls, stop, replay, compare, export."""
+"""Command line: run, attach, ls, stop, replay, compare, export, patterns."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from neurotui import __version__, compare, export
+from neurotui import __version__, compare, export, patterns
 from neurotui.metrics import finite_or_none
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare.add_parser(sub)
     export.add_parser(sub)
+    patterns.add_parser(sub)
     return p
 
 
@@ -158,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             return compare.run(args, root)
         if args.command == "export":
             return export.run(args, root)
+        if args.command == "patterns":
+            return patterns.run(args)
         # `neurotui` alone: the dashboard on the running session.
         args.session, args.headless = None, not sys.stdout.isatty()
         args.interval, args.ascii, args.theme = None, None, None

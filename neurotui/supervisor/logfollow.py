@@ -161,6 +161,7 @@ class LogFollower:
     _recorded_steps: dict[int, int] = field(default_factory=dict)  # of `_resumed_attempt`
     _resumed_attempt: int | None = None
     _bars: dict[tuple[int, str], _Bar] = field(default_factory=dict)
+    _batch_ranks: set[int] = field(default_factory=set)  # ranks printing the job's batch
     _last_stamp: dict[int, tuple[float, int]] = field(default_factory=dict)  # rank: (t, step)
     _first_line_at: float | None = None
     _lines: int = 0
@@ -328,8 +329,7 @@ class LogFollower:
             if rank in self._probed_ranks:
                 return
             step = record.step
-            bar_n = getattr(record, "bar_n", None)
-            if step is None and bar_n is not None:
+            if step is None and record.bar_n is not None:
                 step = self._bar_step(rank, record)
                 if step is None:
                     return  # the bar's first draw (0/N): no step done yet
@@ -351,6 +351,10 @@ class LogFollower:
             dt = record.dt
             if dt is None and record.throughput and samples:
                 dt = samples / record.throughput
+            if samples is None and record.global_batch:
+                # The job's batch (Megatron, nanotron), printed by one rank or by several.
+                self._batch_ranks.add(rank)
+                samples = record.global_batch / len(self._batch_ranks)
             samples_from = None if samples is None else "line"
             if samples is None and record.throughput:
                 # The rate the script printed, over this step's time (printed, or between
@@ -362,7 +366,7 @@ class LogFollower:
             # Every figure the line carries is kept: printed throughput, running total, batch.
             printed = {key: value for key, value in (
                 ("throughput", record.throughput), ("samples_total", record.samples_total),
-                ("global_batch", getattr(record, "global_batch", None))) if value is not None}
+                ("global_batch", record.global_batch)) if value is not None}
             if samples_from is not None:
                 printed["samples_from"] = samples_from
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
@@ -382,8 +386,8 @@ class LogFollower:
     def _bar_step(self, rank: int, record: StepLine) -> int | None:
         """The step a bar position stands for: the bar's counter, plus the steps of the
         epochs it drew before (it starts again at 0 or 1 each epoch)."""
-        n = int(record.bar_n)  # type: ignore[attr-defined]
-        bar = self._bars.setdefault((rank, str(getattr(record, "bar_key", "") or "")), _Bar())
+        n = int(record.bar_n or 0)
+        bar = self._bars.setdefault((rank, record.bar_key or ""), _Bar())
         if n < bar.last_n:  # a new epoch: the counter started again
             bar.base += bar.last_n
         bar.last_n = n
