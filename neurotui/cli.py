@@ -194,6 +194,14 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         print("neurotui: nothing to run: give `-- COMMAND ...` or --preset NAME",
               file=sys.stderr)
         return 2
+    if args.step_pattern:
+        from neurotui.sources.steplog import StepLineParser
+
+        try:  # refused here, with its reason, rather than by a supervisor that cannot start
+            StepLineParser.from_patterns(args.step_pattern)
+        except ValueError as exc:
+            print(f"neurotui: {exc}", file=sys.stderr)
+            return 2
     if not args.shell and shutil.which(user_cmd[0]) is None:
         print(f"neurotui: command not found: {user_cmd[0]}", file=sys.stderr)
         return 127

@@ -70,7 +70,7 @@ class Supervisor:
         self.job_env: dict[str, str] = dict(config.get("env") or {})
         self.auto_probe = bool(config.get("auto_probe", True))
         self.writer = EventWriter(self.dir / layout.EVENTS)
-        self.parser = (StepLineParser.from_patterns(config["step_patterns"])
+        self.parser = (StepLineParser.from_patterns(config["step_patterns"], include_defaults=True)
                        if config.get("step_patterns") else StepLineParser.default())
         self.follower = LogFollower(self.dir, self.writer, self.parser,
                                     parse_launcher=not config.get("torchrun_logs", False),
