@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
                      help="samples in one step of the whole job (global batch), for steps "
                           "that do not say (log lines without a batch or throughput)")
+    run.add_argument("--group-readable", action="store_true",
+                     help="let the session folder's group read the session (default: only you)")
     run.add_argument("--no-auto-probe", action="store_true",
                      help="do not time each optimizer step inside the ranks (the automatic "
                           "probe: on by default for any PyTorch job)")
@@ -216,7 +218,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "stop_timeout_s": args.stop_timeout, "kill_timeout_s": args.stop_timeout,
         "step_target": step_target, "preset": args.preset, "env": env,
         "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
-        "samples_per_step": args.samples_per_step})
+        "samples_per_step": args.samples_per_step, "group_readable": args.group_readable})
     supervisor = start_supervisor(session_dir)
     if not wait_started(session_dir, supervisor):
         return 1
@@ -237,7 +239,11 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     while session_dir.exists():
         suffix += 1
         session_dir = root / f"{session_id}-{suffix}"
-    (session_dir / layout.LOGS_DIR).mkdir(parents=True)
+    # Private by default: logs may hold tokens a job printed (torchrun's own run folder is
+    # 0700 too). Files inside keep their modes: the folder is what others cannot enter.
+    session_dir.mkdir(mode=0o700)
+    session_dir.chmod(0o750 if config.get("group_readable") else 0o700)
+    (session_dir / layout.LOGS_DIR).mkdir()
     (session_dir / layout.PROBE_DIR).mkdir()
     argv = resolve_executable(job_argv(user_cmd, session_dir, shell=shell))
     price = resolve_price(**config.get("pricing", {}))
@@ -380,11 +386,14 @@ def cmd_stop(args: argparse.Namespace, root: Path) -> int:
     request = {"cmd": "restart" if args.restart else "stop", "by": "cli"}
     try:
         control.send(session_dir, request)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        refused = isinstance(exc, control.ControlRefused)
+        why = f"the control socket is not to be trusted ({exc})" if refused \
+            else "no supervisor answers"
         if args.restart:
-            print("neurotui: the supervisor is gone; cannot restart", file=sys.stderr)
+            print(f"neurotui: {why}; cannot restart", file=sys.stderr)
             return 1
-        print("neurotui: no supervisor answers; stopping the job directly", file=sys.stderr)
+        print(f"neurotui: {why}; stopping the job directly", file=sys.stderr)
         return direct_stop.stop_unsupervised(session_dir)
     if args.restart:
         print(f"neurotui: restarting {session_dir.name}")

@@ -1,4 +1,9 @@
-"""Control channel: an owner-only unix socket per session, one JSON request per connection."""
+"""Control channel: an owner-only unix socket per session, one JSON request per connection.
+
+Both ends check who is at the other (SO_PEERCRED): the supervisor answers only its own user,
+and a client trusts only a supervisor of its own user. A socket whose session path is too long
+for a unix address lives in a private folder ($XDG_RUNTIME_DIR, or /tmp/neurotui-<uid>) whose
+owner and mode are verified: a folder another user made first is never used."""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import hashlib
 import json
 import os
 import socket
+import stat
+import struct
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,19 +22,59 @@ from neurotui.session import layout
 _MAX_UNIX_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 
 
+class ControlRefused(OSError):
+    """The other end of the control socket is not who it must be (another user)."""
+
+
 def socket_path(session_dir: Path) -> Path:
-    """The session's socket, or a short owner-only stand-in when the path is too long."""
+    """Where the session's supervisor listens: in the session folder, or, when that path is
+    too long for a unix address, in a private folder of this user."""
     path = session_dir.resolve() / layout.CONTROL_SOCKET
     if len(os.fsencode(path)) <= _MAX_UNIX_PATH:
         return path
     digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:16]
-    short_dir = Path(tempfile.gettempdir()) / f"neurotui-{os.getuid()}"
-    short_dir.mkdir(mode=0o700, exist_ok=True)
-    return short_dir / f"{digest}.sock"
+    return _private_dir() / f"{digest}.sock"
 
 
-def listen(session_dir: Path) -> socket.socket:
-    path = socket_path(session_dir)
+def _private_dir() -> Path:
+    uid = os.getuid()
+    candidates = [Path(tempfile.gettempdir()) / f"neurotui-{uid}"]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and _is_private(Path(runtime)):
+        candidates.insert(0, Path(runtime) / "neurotui")
+    for folder in candidates:
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+        except OSError:
+            continue
+        if _is_private(folder):
+            return folder
+    # Every usual place is taken (another user made it first): a fresh one of our own. The
+    # supervisor records the path it listens on in meta.json (control_socket) for clients.
+    return Path(tempfile.mkdtemp(prefix=f"neurotui-{uid}-"))
+
+
+def _is_private(folder: Path) -> bool:
+    """A real folder (not a link) of this user that no one else can enter or write."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The user id of the process at the other end (Linux SO_PEERCRED; None elsewhere)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option,
+                                                           struct.calcsize("3i")))
+    return uid
+
+
+def listen(path: Path) -> socket.socket:
+    """Listen at `path` (socket_path's answer, kept: it may be a fresh folder each call)."""
     path.unlink(missing_ok=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)  # created owner-only: no window where others could connect
@@ -53,13 +100,32 @@ def read_request(conn: socket.socket) -> dict[str, Any]:
 
 
 def send(session_dir: Path, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
-    """Ask the live supervisor; raises OSError when no supervisor listens."""
+    """Ask the live supervisor; raises OSError when no supervisor listens, ControlRefused
+    when the socket is served by another user or the request is refused."""
+    path = _recorded_socket(session_dir) or socket_path(session_dir)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
         client.settimeout(timeout)
-        client.connect(str(socket_path(session_dir)))
+        client.connect(str(path))
+        uid = peer_uid(client)
+        if uid is not None and uid != os.getuid():
+            raise ControlRefused(f"{path} is served by user id {uid}, not by you: not trusted")
         client.sendall(json.dumps(request).encode() + b"\n")
         data = b""
         while chunk := client.recv(65536):
             data += chunk
     reply = json.loads(data or b"{}")
-    return reply if isinstance(reply, dict) else {}
+    if not isinstance(reply, dict):
+        return {}
+    if reply.get("ok") is False:
+        raise ControlRefused(f"the supervisor refused: {reply.get('error', 'no reason given')}")
+    return reply
+
+
+def _recorded_socket(session_dir: Path) -> Path | None:
+    """The socket the supervisor said it listens on (meta.json), if any."""
+    try:
+        with open(session_dir / layout.META, encoding="utf-8") as f:
+            recorded = json.load(f).get("control_socket")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(recorded) if isinstance(recorded, str) and recorded else None

@@ -76,7 +76,8 @@ class Supervisor:
                                     parse_launcher=not config.get("torchrun_logs", False),
                                     watch=os.environ.get(LOG_WATCH_ENV) != "0")
         self.selector = selectors.DefaultSelector()
-        self.server = control.listen(self.dir)
+        self.socket_path = control.socket_path(self.dir)
+        self.server = control.listen(self.socket_path)
         self.selector.register(self.server, selectors.EVENT_READ)
         if self.follower.fileno() is not None:  # a log changed: read it now, stamp it now
             self.selector.register(self.follower.fileno(), selectors.EVENT_READ)
@@ -98,7 +99,7 @@ class Supervisor:
         signal.signal(signal.SIGINT, _ignore)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         update_meta(self.dir, supervisor_pid=os.getpid(),
-                    control_socket=str(control.socket_path(self.dir)))
+                    control_socket=str(self.socket_path))
         code: int | None = None
         sig_name: str | None = None
         try:
@@ -286,7 +287,7 @@ class Supervisor:
         self.writer.close()
         with contextlib.suppress(OSError):
             self.server.close()
-            control.socket_path(self.dir).unlink(missing_ok=True)
+            self.socket_path.unlink(missing_ok=True)
 
     def _on_sigterm(self, signum: int, frame: object) -> None:
         # Killing the supervisor must never kill training: it leaves, the job runs on.
@@ -337,7 +338,13 @@ class Supervisor:
             return False
         with conn:
             try:
+                uid = control.peer_uid(conn)
                 request = control.read_request(conn)
+                if uid is not None and uid != os.getuid():
+                    conn.sendall(_json_line({"ok": False, "error": "not the session's user"}))
+                    self.writer.write("warning", source="control", message=(
+                        f"refused a control request from user id {uid}"))
+                    return False
             except (OSError, ValueError):
                 return False
             cmd = request.get("cmd")
