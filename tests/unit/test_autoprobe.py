@@ -124,3 +124,54 @@ os._exit(0)  # no exit handler: what is on disk was written during the pause
     assert done.returncode == 0, done.stderr
     assert "seen during the pause 5" in done.stdout
     assert [r["step"] for r in records(session) if r["kind"] == "step"] == [1, 2, 3, 4, 5]
+
+
+def test_a_new_optimizer_for_a_new_phase_is_counted(tmp_path: Path) -> None:
+    code = """
+import torch
+model = torch.nn.Linear(4, 1)
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(40, 4)),
+                                     batch_size=8)
+for lr in (0.1, 0.01):  # warm-up, then fine-tuning: a new optimizer each
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    for (x,) in loader:
+        opt.zero_grad(); model(x).sum().backward(); opt.step()
+"""
+    session, done = run_job(tmp_path, code)
+    assert done.returncode == 0, done.stderr
+    steps = [r for r in records(session) if r["kind"] == "step"]
+    assert [r["step"] for r in steps] == list(range(1, 11))
+    assert [r["samples"] for r in steps] == [8] * 10
+    assert not [r for r in records(session) if r.get("what") == "optimizers"]
+
+
+def test_evaluation_batches_under_no_grad_are_not_training_samples(tmp_path: Path) -> None:
+    code = LOOP.replace("for step, (x,) in enumerate(data, start=1):", """
+val = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(30, 4)),
+                                  batch_size=10)
+for step, (x,) in enumerate(data, start=1):
+    if step == 3:
+        with torch.no_grad():
+            for (v,) in val:
+                model(v)""")
+    session, done = run_job(tmp_path, code)
+    assert done.returncode == 0, done.stderr
+    assert [r["samples"] for r in records(session) if r["kind"] == "step"] == [8] * 5
+
+
+def test_a_loader_reading_one_batch_ahead_keeps_totals_and_rates_right(tmp_path: Path) -> None:
+    # As accelerate's DataLoaderShard does: the next batch is read before this one is used,
+    # so the first step is credited two batches and the last none (0, not unknown).
+    code = LOOP.replace("for step, (x,) in enumerate(data, start=1):", """
+def ahead(loader):
+    it = iter(loader)
+    current = next(it)
+    for following in it:
+        yield current
+        current = following
+    yield current
+for step, (x,) in enumerate(ahead(data), start=1):""")
+    session, done = run_job(tmp_path, code)
+    assert done.returncode == 0, done.stderr
+    assert [r["samples"] for r in records(session) if r["kind"] == "step"] == [16, 8, 8, 8, 0]
+    assert not [r for r in records(session) if r.get("what") == "no_batches"]

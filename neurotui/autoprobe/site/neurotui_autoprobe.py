@@ -9,7 +9,10 @@ until the process imports torch; then it hooks:
   loader hands the training loop): the first dimension of the batch's first tensor, summed
   per thread until that thread steps an optimizer, so gradient-accumulation micro-batches add
   up, and batches that torch-xla's loader thread prefetches are counted once, when the
-  training loop takes them.
+  training loop takes them. Batches handed out while autograd is off (an evaluation loop
+  under torch.no_grad or inference_mode, Lightning's sanity check) are not training samples.
+  A loader that reads one batch ahead (accelerate, some Lightning fetchers) shifts a batch
+  between neighbouring steps; totals and rates stay right.
 
 It never reads a tensor's value and never forces a device sync: shapes are known on the host.
 Under XLA the times are therefore host-side (when the step was traced and dispatched); in
@@ -34,6 +37,8 @@ import os
 import sys
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
@@ -116,6 +121,7 @@ class _Probe:
         self.step = 0
         self.last_t: float | None = None
         self.primary: int | None = None  # id() of the optimizer whose steps are counted
+        self.primary_ref: Callable[[], Any] = lambda: None
         self.others: dict[int, str] = {}  # other optimizers seen stepping: id -> class name
         self.local = threading.local()  # each thread's tally()
         # Steps wait here at most WRITE_EVERY_S: formatting and writing each line at once
@@ -127,6 +133,8 @@ class _Probe:
         self.wake_writer = threading.Event()
         self.writer_waiting = False
         self.told_no_batches = False
+        self.seen_batches = False
+        self.grad_enabled: Callable[[], bool] = lambda: True
         self.tensor_type: type | None = None
         self.primary_name = ""
 
@@ -142,6 +150,7 @@ class _Probe:
 
     def _hook_torch(self, torch: Any) -> None:
         self.tensor_type = torch.Tensor
+        self.grad_enabled = torch.is_grad_enabled
         from torch.optim.optimizer import register_optimizer_step_post_hook
         from torch.utils.data.dataloader import _BaseDataLoaderIter
 
@@ -183,8 +192,8 @@ class _Probe:
 
     def count_batch(self, mine: list[Any], batch: Any, waited: float) -> None:
         """A batch handed out in this thread, after `waited` seconds in the loader."""
-        if not self.on:
-            return
+        if not self.on or not self.grad_enabled():
+            return  # autograd off: an evaluation loop's batch (torch.no_grad), not training's
         try:
             mine[_WAITED] += waited
             n = self._first_dim(batch, 0)
@@ -202,6 +211,11 @@ class _Probe:
             key = id(optimizer)
             if self.primary is None:
                 self._first_step(optimizer, now)
+            elif key != self.primary and self.primary_ref() is None:
+                # The optimizer whose steps were counted is gone (a new one per phase of
+                # training): this one's steps are the training's steps now.
+                self.primary, self.primary_ref = key, weakref.ref(optimizer)
+                self.primary_name = type(optimizer).__name__
             if key != self.primary:
                 if key not in self.others:
                     self.others[key] = type(optimizer).__name__
@@ -212,8 +226,12 @@ class _Probe:
                         f"({', '.join(sorted(set(self.others.values())))}) are not counted"))
                 return
             mine = self.tally()
-            samples = mine[_SAMPLES] if mine[_BATCHES] else None
+            # No batch since the last step: 0 samples if batches came before (a loader that
+            # reads one ahead took this step's batch then: totals and rates stay right), and
+            # unknown if none ever came.
+            samples = mine[_SAMPLES] if mine[_BATCHES] else (0 if self.seen_batches else None)
             waited = mine[_WAITED] if mine[_BATCHES] else None
+            self.seen_batches |= bool(mine[_BATCHES])
             mine[_SAMPLES] = mine[_BATCHES] = 0
             mine[_WAITED] = 0.0
             if samples is None and not self.told_no_batches:
@@ -282,6 +300,7 @@ class _Probe:
     def _first_step(self, optimizer: Any, now: float) -> None:
         """Open this rank's file and say what is being timed."""
         self.primary = id(optimizer)
+        self.primary_ref = weakref.ref(optimizer)
         self.primary_name = type(optimizer).__name__
         self.rank = int(os.environ.get("RANK", "0"))
         self.local_rank = int(os.environ.get("LOCAL_RANK", str(self.rank)))
