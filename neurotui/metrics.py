@@ -478,7 +478,7 @@ def current_throughput(steps: pd.DataFrame, now: float,
     figure is right from the first seconds of a run and with slow or sparse steps); once a
     rank has been silent for longer than its usual step interval, the silence counts too, so
     a stall drags the figure down to 0. 0.0 when steps exist but none in the window; None
-    when there are no steps at all.
+    when there are no steps at all, or no step in the window says its samples.
     """
     start = finite_or_none(now)
     window = _pos(window_s)
@@ -489,8 +489,10 @@ def current_throughput(steps: pd.DataFrame, now: float,
         return None
     recent = df[df["t"] > start - window]
     total = 0.0
+    unknown = 0
     for _, rows in recent.groupby(_GROUP, sort=False):  # time-sorted within each group
         if rows["samples_covered"].isna().all():
+            unknown += 1
             continue
         t = rows["t"].to_numpy(dtype=float)
         if len(rows) >= 2:
@@ -503,7 +505,8 @@ def current_throughput(steps: pd.DataFrame, now: float,
             per_step = finite_or_none(rows["samples"].iloc[0])
             if step_time is not None and per_step is not None:
                 total += per_step / max(step_time, start - t[0])
-    return total
+    # Steps in the window whose samples nobody knows: unknown, not 0 (0 is a stall).
+    return None if unknown and unknown == recent.groupby(_GROUP, sort=False).ngroups else total
 
 
 def total_samples(steps: pd.DataFrame, now: float | None = None, *,

@@ -198,14 +198,17 @@ class StepState:
         if not self.ranks:
             return None
         total = 0.0
+        counted = unknown = 0
         for mine in self.latest().values():
             t = mine.cols["t"]
             inside = (t > now - window_s) & (t <= now)
             if not inside.any():
                 continue
+            counted += 1
             tw = t[inside]
             covered = mine.cols["samples_covered"][inside]
             if np.isnan(covered).all():
+                unknown += 1
                 continue
             if len(tw) >= 2:
                 typical = float(np.median(np.diff(tw)))
@@ -217,7 +220,7 @@ class StepState:
                 per_step = mine.cols["samples"][inside][0]
                 if np.isfinite(step_time) and step_time > 0 and np.isfinite(per_step):
                     total += float(per_step) / max(float(step_time), now - float(tw[0]))
-        return total
+        return None if unknown and unknown == counted else total
 
     def rank_medians(self) -> dict[int, tuple[float, int]]:
         out = {}

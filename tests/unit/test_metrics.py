@@ -486,3 +486,17 @@ def test_steady_throughput_is_batch_times_ranks_over_step_time(
     spd = m.samples_per_dollar(steady.samples_per_s, price)
     assert spd == pytest.approx(expected * 3600 / price, rel=1e-6)
     assert m.cost_per_million_samples(steady.samples_per_s, price) * spd == pytest.approx(1e6)
+
+
+def test_current_throughput_of_steps_without_samples_is_unknown_not_zero() -> None:
+    from neurotui.ui.stepstate import StepState
+
+    steps = pd.DataFrame({"t": [100.0 + i for i in range(5)], "rank": 0, "step": range(1, 6),
+                          "samples": np.nan, "loss": np.nan, "dt": 1.0, "attempt": 0})
+    assert m.current_throughput(steps, 105.0) is None
+    live = StepState(started_at=99.0)
+    live.add(steps)
+    assert live.throughput(105.0) is None
+    # A stall of steps that do say their samples is still 0, not unknown.
+    known = steps.assign(samples=16.0)
+    assert m.current_throughput(known, 200.0) == 0.0
