@@ -50,6 +50,7 @@ WRITE_EVERY_S = 0.05
 """Steps are written at least this often (and at exit): a kill -9 loses at most this much."""
 _MAX_BATCH_DEPTH = 4  # how deep into nested tuples/dicts to look for the first tensor
 _SAMPLES, _WAITED, _BATCHES, _INSIDE = range(4)  # a thread's tally
+_SEQUENCES = (list, tuple)
 
 _state: _Probe | None = None
 
@@ -123,7 +124,9 @@ class _Probe:
         self.primary: int | None = None  # id() of the optimizer whose steps are counted
         self.primary_ref: Callable[[], Any] = lambda: None
         self.others: dict[int, str] = {}  # other optimizers seen stepping: id -> class name
-        self.local = threading.local()  # each thread's tally()
+        # Thread id -> its tally(). An id a dead thread leaves may be reused: only threads that
+        # never step (loader threads) come and go, and their tallies are never taken.
+        self.tallies: dict[int, list[Any]] = {}
         # Steps wait here at most WRITE_EVERY_S: formatting and writing each line at once
         # cost ~20 us a step inside a real optimizer step; slower steps are written at once.
         self.pending: list[tuple[float, int, int | None, float | None, float | None]] = []
@@ -162,11 +165,15 @@ class _Probe:
         if cls is None or original is None or getattr(original, "_neurotui", False):
             return
         count = self.count_batch
-        tally = self.tally
+        tallies = self.tallies
+        ident = threading.get_ident
 
         def __next__(it: Any) -> Any:
-            mine = tally()
-            if mine[_INSIDE]:  # a hooked iterator inside another: counted once
+            # The hot path of every batch: local names only, one dict lookup for the thread.
+            mine = tallies.get(ident())
+            if mine is None:
+                mine = tallies[ident()] = [0, 0.0, 0, False]
+            elif mine[_INSIDE]:  # a hooked iterator inside another: counted once
                 return original(it)
             mine[_INSIDE] = True
             start = perf_counter()
@@ -185,10 +192,7 @@ class _Probe:
     def tally(self) -> list[Any]:
         """This thread's [samples, seconds waited, batches, inside a loader] since its last
         optimizer step (a loader's own prefetch thread never steps: its batches stay there)."""
-        found = self.local.__dict__.get("tally")
-        if found is None:
-            found = self.local.__dict__["tally"] = [0, 0.0, 0, False]
-        return found
+        return self.tallies.setdefault(threading.get_ident(), [0, 0.0, 0, False])
 
     def count_batch(self, mine: list[Any], batch: Any, waited: float) -> None:
         """A batch handed out in this thread, after `waited` seconds in the loader."""
@@ -196,7 +200,10 @@ class _Probe:
             return  # autograd off: an evaluation loop's batch (torch.no_grad), not training's
         try:
             mine[_WAITED] += waited
-            n = self._first_dim(batch, 0)
+            # The default collate's (inputs, targets): sized at once; anything else searched.
+            first = batch[0] if type(batch) in _SEQUENCES and batch else None
+            n = first.shape[0] if type(first) is self.tensor_type and first.dim() else \
+                self._first_dim(batch, 0)  # (shape[0], not len(): a fifth of the cost)
             if n is not None:
                 mine[_SAMPLES] += n
                 mine[_BATCHES] += 1
@@ -329,10 +336,6 @@ class _Probe:
 
     def _first_dim(self, obj: Any, depth: int) -> int | None:
         """The first dimension of the first tensor in a batch (tuple, list, dict, ...)."""
-        if depth == 0 and type(obj) in (list, tuple) and obj and \
-                isinstance(obj[0], self.tensor_type):  # the default collate's (x, y): fast
-            shape = obj[0].shape
-            return int(shape[0]) if len(shape) else None
         if self.tensor_type is not None and isinstance(obj, self.tensor_type):
             shape = obj.shape  # known on the host: no device sync, no value read
             return int(shape[0]) if len(shape) else None
