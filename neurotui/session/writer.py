@@ -46,7 +46,9 @@ class EventWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.failed_writes = 0
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the writer
+        # a+: appends as "a" does, and the last byte can be read (see _fresh_line).
+        self._file = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - lives as long as the writer
+        self._end = -1  # not known yet: checked at the first flush
 
     def write(self, kind: str, t: float | None = None, **fields: Any) -> None:
         record = {"t": time.time() if t is None else t, "kind": kind, **fields}
@@ -57,9 +59,22 @@ class EventWriter:
 
     def flush(self) -> None:
         try:
+            self._fresh_line()
             self._file.flush()
+            self._end = os.fstat(self._file.fileno()).st_size
         except (OSError, ValueError) as exc:
             self._failed(exc)
+
+    def _fresh_line(self) -> None:
+        """Each record starts on a line of its own: when something else left the file
+        without a final newline (another process's partial line, a writer killed mid-line),
+        a newline goes first, so that line alone is unreadable, not ours as well."""
+        fd = self._file.fileno()
+        size = os.fstat(fd).st_size
+        if size == self._end or size == 0:
+            return  # only this writer wrote since its last flush: it ends its lines
+        if os.pread(fd, 1, size - 1) != b"\n":
+            os.write(fd, b"\n")  # O_APPEND: before the records waiting in the buffer
 
     def _failed(self, exc: Exception) -> None:
         self.failed_writes += 1

@@ -28,6 +28,9 @@ _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the sup
 POLL_S = 0.5
 """The supervisor polls the logs this often: new files, and every line where inotify is off."""
 _TAIL_LINES = 20
+TAIL_LINE_CHARS = 2000
+"""A tail line (kept in proc_exit) longer than this is cut, and says so: one 10 MB line of
+output must not become one 10 MB record."""
 LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
 replay shows of the logs at its cursor. Log lines carry no time of their own."""
@@ -68,6 +71,12 @@ def resume_point(events: Path, attempt: int) -> tuple[dict[str, int] | None, dic
                 if isinstance(rank, int) and isinstance(step, int):
                     steps[rank] = max(steps.get(rank, step), step)
     return mark, steps
+
+
+def _capped(line: str) -> str:
+    if len(line) <= TAIL_LINE_CHARS:
+        return line
+    return f"{line[:TAIL_LINE_CHARS]}... [cut: {len(line):,} characters in all]"
 
 
 @dataclass
@@ -229,7 +238,10 @@ class LogFollower:
         self._probed_ranks.update(layout.probe_files(self.session_dir))
         self._discover()
         for followed in self._files.values():
-            self._read(followed, now)
+            # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
+            # the last one, after the job's exit, reads each to its end.
+            while self._read(followed, now) and final:
+                pass
         if final or now - self._marked_at >= LOG_MARK_S:
             self._mark(now)
         if not self._told_no_steps and self._first_line_at is not None and \
@@ -274,11 +286,13 @@ class LogFollower:
         if self._changes is not None and not self._changes.watch(followed.path):
             self._unwatched += 1
 
-    def _read(self, followed: _Followed, now: float) -> None:
+    def _read(self, followed: _Followed, now: float) -> bool:
+        """Take what `followed` gained; True when there may be more (a full read)."""
+        before = followed.offset
         try:
             lines = followed.read_new()
         except OSError:
-            return
+            return False
         for raw in lines:
             rest = raw[followed.parsed:]
             if followed.parsed and not rest.strip(b"\r \t"):
@@ -298,6 +312,7 @@ class LogFollower:
             self._take_positions(followed.pending[followed.parsed:cut], followed, now,
                                  whole_line=False)
             followed.parsed = cut + 1
+        return followed.offset - before >= _MAX_READ
 
     def _take_positions(self, raw: bytes, followed: _Followed, now: float, *,
                         whole_line: bool) -> None:
@@ -317,7 +332,7 @@ class LogFollower:
         if rank is None and self.parse_launcher:
             rank, line = strip_rank_prefix(line)  # a plain command: ranks only by prefix
         if keep_in_tail:  # a bar's every redraw would push the real last lines out
-            self.tails.setdefault(rank, deque(maxlen=_TAIL_LINES)).append(line)
+            self.tails.setdefault(rank, deque(maxlen=_TAIL_LINES)).append(_capped(line))
             self._lines += 1
             if self._first_line_at is None:
                 self._first_line_at = now

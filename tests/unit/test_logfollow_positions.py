@@ -158,3 +158,13 @@ def test_no_such_warning_once_steps_are_found(tmp_path) -> None:
     follower.poll(1100.0)
     writer.close()
     assert '"source": "steps"' not in (session / layout.EVENTS).read_text()
+
+
+def test_a_huge_output_line_is_cut_in_the_tail_and_says_so(tmp_path) -> None:
+    session, writer, follower = new_follower(tmp_path, watch=False)
+    (session / layout.LAUNCHER_LOG).write_text("x" * 10_000_000 + "\nlast words\n")
+    follower.poll(1.0, final=True)
+    writer.close()
+    tail = follower.tail_lines()["launcher"]
+    assert tail[-1] == "last words"
+    assert len(tail[0]) < 2100 and tail[0].endswith("[cut: 10,000,000 characters in all]")

@@ -276,3 +276,29 @@ def test_lines_backwards_whole_lines_last_first(tmp_path: Path, block: int) -> N
     assert list(read_lines_backwards(path, 17, block)) == [b"dddd"]
     path.write_bytes(b"no newline at all")
     assert list(read_lines_backwards(path, 1 << 20, block)) == []
+
+
+def test_a_partial_line_appended_by_another_process_loses_only_itself(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    w = EventWriter(d / layout.EVENTS)
+    w.write("step", t=101.0, rank=0, step=1, samples=16, loss=0.5, dt=0.1, src="log",
+            attempt=0)
+    w.flush()
+    with open(d / layout.EVENTS, "a", encoding="utf-8") as other:
+        other.write('{"t": 1, "kind": "garb')  # no newline: another writer's partial line
+    w.write("step", t=102.0, rank=0, step=2, samples=16, loss=0.5, dt=0.1, src="log",
+            attempt=0)
+    w.close()
+    r = SessionReader(d).load()
+    assert list(r.steps()["step"]) == [1, 2]
+    assert r.problems.bad_lines + r.problems.truncated_lines == 1
+
+
+def test_a_new_writer_starts_after_a_line_cut_by_a_dead_one(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    (d / layout.EVENTS).write_text('{"t": 101.0, "kind": "step", "rank": 0, "ste')
+    w = EventWriter(d / layout.EVENTS)  # an adopting supervisor, say
+    w.write("step", t=102.0, rank=0, step=2, samples=16, loss=0.5, dt=0.1, src="log",
+            attempt=0)
+    w.close()
+    assert list(SessionReader(d).load().steps()["step"]) == [2]
