@@ -22,6 +22,7 @@ from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.paths import (
     SessionNotFound,
+    broken_sessions,
     find_session,
     list_sessions,
     new_session_id,
@@ -330,7 +331,8 @@ def wait_summary(session_dir: Path, timeout_s: float = 120.0) -> None:
 # -- ls, attach, stop -------------------------------------------------------------------------
 def cmd_ls(root: Path) -> int:
     sessions = list_sessions(root)
-    if not sessions:
+    broken = broken_sessions(root)
+    if not sessions and not broken:
         print(f"no sessions under {root}")
         return 0
     print(f"{'SESSION':44} {'STATE':13} {'DURATION':>9}  COMMAND")
@@ -346,6 +348,8 @@ def cmd_ls(root: Path) -> int:
         took = fmt.short_duration(end - start if start is not None and end is not None else None)
         cmd = " ".join(meta.get("user_command") or meta.get("command") or [])
         print(f"{path.name:44} {status.state:13} {took:>9}  {cmd[:80]}")
+    for path in broken:
+        print(f"{path.name:44} {'broken':13} {'':>9}  no meta.json (its other files are there)")
     return 0
 
 

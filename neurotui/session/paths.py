@@ -38,6 +38,15 @@ def list_sessions(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "meta.json").is_file())
 
 
+def broken_sessions(root: Path) -> list[Path]:
+    """Folders that hold a session's files (events, probe, logs) but no meta.json: shown as
+    broken, never silently skipped."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not (p / "meta.json").exists()
+                  and any((p / name).exists() for name in ("events.jsonl", "probe", "logs")))
+
+
 def find_session(root: Path, query: str | None, *, running_only: bool = False) -> Path:
     """Resolve a session by folder name or any unique part of it.
 
@@ -55,6 +64,10 @@ def find_session(root: Path, query: str | None, *, running_only: bool = False) -
             return exact[0]
         candidates = [p for p in candidates if query in p.name]
         if not candidates:
+            broken = [p for p in broken_sessions(root) if query in p.name]
+            if broken:
+                raise SessionNotFound(f"{broken[0]} has no meta.json: the session is broken "
+                                      "(its files are there; `neurotui ls` lists it)")
             raise SessionNotFound(f"no session matching {query!r} under {root}")
     if running_only or not query:
         running = [p for p in candidates if session_status(p).running]
