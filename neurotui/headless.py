@@ -43,7 +43,7 @@ def progress_line(reader: SessionReader, now: float) -> str:
     else:
         parts.append("no price")
     if len(steps):
-        source = metrics.step_sources(set(steps["src"].astype(str).unique()),
+        source = metrics.step_sources(metrics.steps_sources(steps),
                                       list(reader.events.get("probe_info", ())),
                                       reader.samples_from)
         parts.append(f"steps from {source}")

@@ -401,6 +401,11 @@ def step_sources(sources: set[str], probe_info: list[dict[str, Any]] | None = No
 
 SAMPLES_FROM_NAMES = {"throughput": "printed throughput",
                       "samples_per_step": "step rate x --samples-per-step"}
+def steps_sources(steps: pd.DataFrame) -> set[str]:
+    """The `src` values of a step table (probe, auto, log), for step_sources."""
+    return set(steps["src"].astype(str).unique()) if len(steps) else set()
+
+
 STEP_SOURCE_NAMES = {"probe": "probe.step()", "auto": "automatic probe", "log": "log lines"}
 
 

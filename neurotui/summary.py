@@ -40,8 +40,7 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
         "step_time_without_data_s": metrics.steady_step_time_without_data(
             timed, phases, compiles=compiles, timed=True),
         "step_source": metrics.step_sources(
-            set(steps["src"].astype(str).unique()) if len(steps) else set(), probe_info,
-            samples_from),
+            metrics.steps_sources(steps), probe_info, samples_from),
         "usd_per_hour": price,
         "cost_usd": cost,
         "samples_per_dollar_steady": metrics.samples_per_dollar(rate, price),

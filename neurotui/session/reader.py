@@ -265,13 +265,13 @@ class SessionReader:
         self._purge: dict[int, int] = {}
         """Rank -> its new best source: rows of worse sources go at the next flush."""
         self._log_losses: list[tuple[float, int, float]] = []
+        """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
         self._samples_per_step = _positive((self.meta.get("config") or {}).get(
             "samples_per_step"))
         self.samples_from: set[str] = set()
         """How the steps' samples were known: `batch` (reported with the step), `line`
         (printed in a log line), `throughput` (printed samples/s x step time),
         `samples_per_step` (the user's --samples-per-step)."""
-        """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
         self._streaming = False
         """True once take_steps() was called: steps are handed out, not kept."""
         self._handed: dict[int, set[int]] = {}
@@ -522,8 +522,7 @@ class SessionReader:
                 return 0
         src = _SOURCE_CODES.get(r.get("src"), _LOG)
         if not self._keep_source(rank, src):
-            if src == _LOG and math.isfinite(values[1]) and \
-                    min(self._rank_sources[rank], key=_PRECEDENCE.__getitem__) == _AUTO:
+            if src == _LOG and math.isfinite(values[1]) and self._best_source(rank) == _AUTO:
                 self._log_losses.append((t, rank, values[1]))
             return 0
         samples = values[0]
@@ -551,16 +550,21 @@ class SessionReader:
     def _keep_source(self, rank: int, src: int) -> bool:
         """Whether a `src` step row of `rank` is kept: a rank's steps come from its best source
         (_PRECEDENCE); rows of worse sources taken before the better one appeared go."""
+        best = self._best_source(rank)
+        if best is not None and _PRECEDENCE[best] < _PRECEDENCE[src]:
+            return False
         seen = self._rank_sources.setdefault(rank, set())
         if src in seen:
-            return all(_PRECEDENCE[src] <= _PRECEDENCE[other] for other in seen)
-        if any(_PRECEDENCE[other] < _PRECEDENCE[src] for other in seen):
-            return False
+            return True
         if seen:  # a better source than every one so far: theirs go
             self._purge[rank] = src
             self._voided |= bool(self._handed.get(rank, set()) - {src})
         seen.add(src)
         return True
+
+    def _best_source(self, rank: int) -> int | None:
+        seen = self._rank_sources.get(rank)
+        return min(seen, key=_PRECEDENCE.__getitem__) if seen else None
 
     # -- views ---------------------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
@@ -621,8 +625,7 @@ class SessionReader:
         if self._purge:  # once per rank: a better source appeared after rows of worse ones
             rank = df["rank"].to_numpy()
             codes = df["src"].cat.codes.to_numpy()
-            rank_order = np.vectorize(_PRECEDENCE.__getitem__, otypes=[int])(codes) \
-                if len(codes) else codes
+            rank_order = _PRECEDENCE_OF_CODE[codes]
             drop = np.zeros(len(df), dtype=bool)
             moved = []
             for r, best in self._purge.items():
@@ -672,6 +675,7 @@ class SessionReader:
 
 
 _SOURCE_CODES = {name: code for code, name in enumerate(_SOURCES)}
+_PRECEDENCE_OF_CODE = np.array([_PRECEDENCE[code] for code in range(len(_SOURCES))])
 SAMPLES_PER_STEP = "samples_per_step"
 
 

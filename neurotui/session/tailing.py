@@ -18,8 +18,15 @@ def read_new_lines(path: Path, offset: int, pending: bytes,
     with open(path, "rb") as f:
         f.seek(offset)
         chunk = f.read(max_bytes)
+    lines, pending = split_lines(pending, chunk)
+    return lines, offset + len(chunk), pending
+
+
+def split_lines(pending: bytes, chunk: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines of `pending + chunk` (without newlines), and what is left after the
+    last newline: a line still being written."""
     lines = (pending + chunk).split(b"\n")
-    return lines[:-1], offset + len(chunk), lines[-1]
+    return lines[:-1], lines[-1]
 
 
 def read_lines_backwards(path: Path, max_bytes: int, block: int = 1 << 16) -> Iterator[bytes]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from neurotui.session import layout
-from neurotui.session.tailing import read_lines_backwards
+from neurotui.session.tailing import read_lines_backwards, split_lines
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
 
@@ -101,9 +101,8 @@ class _Followed:
         self.offset += len(chunk)
         if not chunk:
             return []
-        lines = (self.pending + chunk).split(b"\n")
-        self.pending = lines[-1]
-        return lines[:-1]
+        lines, self.pending = split_lines(self.pending, chunk)
+        return lines
 
 
 @dataclass
