@@ -31,6 +31,7 @@ from neurotui.session.paths import (
 from neurotui.session.reader import SessionFormatError, SessionReader, load_meta
 from neurotui.session.status import session_status, supervisor_alive
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
+from neurotui.supervisor import spool
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
 from neurotui.supervisor.spawn import adopt, start_supervisor
 from neurotui.ui import fmt, on_a_terminal
@@ -246,7 +247,11 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     session_dir.chmod(0o750 if config.get("group_readable") else 0o700)
     (session_dir / layout.LOGS_DIR).mkdir()
     (session_dir / layout.PROBE_DIR).mkdir()
-    argv = resolve_executable(job_argv(user_cmd, session_dir, shell=shell))
+    # The job writes its output into memory, copied into logs/ by the supervisor: a full
+    # sessions disk then cannot fail the job's own writes (supervisor/spool.py).
+    spool_dir = spool.create(session_dir)
+    logs_root = spool_dir if spool_dir is not None else session_dir / layout.LOGS_DIR
+    argv = resolve_executable(job_argv(user_cmd, logs_root, shell=shell))
     price = resolve_price(**config.get("pricing", {}))
     config = {**config, "torchrun_logs": argv != user_cmd and not shell
               and torchrun_position(user_cmd) is not None}
@@ -256,7 +261,7 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
         "cwd": os.getcwd(), "host": platform.node(), "user": _user(),
         "versions": package_versions(), "started_at": now, "ended_at": None,
         "instance": instance_record(price), "price": price_record(price), "config": config,
-        "exit": None,
+        "exit": None, "spool": None if spool_dir is None else str(spool_dir),
     }
     write_json_atomic(session_dir / layout.META, meta)
     return session_dir

@@ -7,8 +7,9 @@
 Outside neurotui (no NEUROTUI_SESSION in the environment) every call is a cheap no-op. Inside,
 each call appends one line to the session's probe/rank-<R>.jsonl with a single os.write on an
 O_APPEND descriptor: no thread, no socket, nothing buffered to lose, and the steps land on disk
-even if the supervisor dies. It never raises into the training loop: on any error it switches
-itself off for the rest of the process.
+even if the supervisor dies. It never raises into the training loop: a full disk drops steps
+(counted, and said in the file once it has room again); any other error switches it off for
+the rest of the process.
 
 Pass `loss` as a Python float. A tensor is not converted, because float(tensor) forces a device
 sync (on XLA, a graph execution) that would change the very timing being measured.
@@ -23,11 +24,13 @@ import os
 import sys
 import time
 
+from neurotui.autoprobe.site.neurotui_autoprobe import RecordFile
+
 SESSION_ENV = "NEUROTUI_SESSION"
 DISABLE_ENV = "NEUROTUI_PROBE"  # "0" turns the probe off (to test the log-parsing path)
 ATTEMPT_ENV = "NEUROTUI_ATTEMPT"
 
-_fd: int | None = None
+_file: RecordFile | None = None
 _disabled = False
 _rank = 0
 _attempt = 0
@@ -39,8 +42,8 @@ MAX_STEP = 2**53
 """Steps the session can hold exactly (readers skip larger ones as out of range)."""
 
 
-def _open() -> int | None:
-    global _fd, _disabled, _rank, _attempt
+def _open() -> RecordFile | None:
+    global _file, _disabled, _rank, _attempt
     session = os.environ.get(SESSION_ENV)
     if not session or os.environ.get(DISABLE_ENV) == "0":
         _disabled = True
@@ -49,19 +52,18 @@ def _open() -> int | None:
     _attempt = int(os.environ.get(ATTEMPT_ENV, "0"))
     probe_dir = os.path.join(session, "probe")
     os.makedirs(probe_dir, exist_ok=True)
-    _fd = os.open(os.path.join(probe_dir, f"rank-{_rank}.jsonl"),
-                  os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    return _fd
+    _file = RecordFile(os.path.join(probe_dir, f"rank-{_rank}.jsonl"), _rank)
+    return _file
 
 
 def enabled() -> bool:
     """True when running under neurotui and the probe is working."""
-    if _fd is None and not _disabled:
+    if _file is None and not _disabled:
         try:
             _open()
         except Exception:
             _switch_off()
-    return _fd is not None
+    return _file is not None
 
 
 def step(samples: int | float, loss: float | None = None, *, step: int | None = None,
@@ -75,8 +77,8 @@ def step(samples: int | float, loss: float | None = None, *, step: int | None = 
     if _disabled:
         return
     try:
-        fd = _fd if _fd is not None else _open()
-        if fd is None:
+        file = _file if _file is not None else _open()
+        if file is None:
             return
         if step is not None and not (isinstance(step, int) and 0 <= step < MAX_STEP):
             _refuse(f"step={step!r} cannot be recorded (a whole number from 0 to 2**53)")
@@ -94,7 +96,7 @@ def step(samples: int | float, loss: float | None = None, *, step: int | None = 
         line = (f'{{"t":{now!r},"kind":"step","rank":{_rank},"step":{int(_step)},'
                 f'"samples":{_number(samples)},"loss":{loss_text},"dt":{dt_text},'
                 f'"phases":{phase_text},"src":"probe","attempt":{_attempt}}}\n')
-        os.write(fd, line.encode())
+        file.write(line, 1, now)
     except Exception:
         _switch_off()
 
@@ -133,8 +135,8 @@ def _switch_off() -> None:
 
 def _reset_for_tests() -> None:
     """Forget the open file and counters (tests change the environment between calls)."""
-    global _fd, _disabled, _step, _last_t
-    if _fd is not None:
+    global _file, _disabled, _step, _last_t
+    if _file is not None:
         with contextlib.suppress(OSError):
-            os.close(_fd)
-    _fd, _disabled, _step, _last_t = None, False, 0, None
+            os.close(_file.fd)
+    _file, _disabled, _step, _last_t = None, False, 0, None

@@ -9,8 +9,10 @@ META = "meta.json"
 EVENTS = "events.jsonl"
 PROBE_DIR = "probe"
 LOGS_DIR = "logs"
-LAUNCHER_LOG = "logs/launcher.log"
-TORCHRUN_LOG_DIR = "logs/torchrun"
+LAUNCHER_LOG_NAME = "launcher.log"
+TORCHRUN_LOG_NAME = "torchrun"
+LAUNCHER_LOG = f"{LOGS_DIR}/{LAUNCHER_LOG_NAME}"
+TORCHRUN_LOG_DIR = f"{LOGS_DIR}/{TORCHRUN_LOG_NAME}"
 SUPERVISOR_LOG = "supervisor.log"
 CONTROL_SOCKET = "control.sock"
 
@@ -41,8 +43,12 @@ def rank_log_files(session_dir: Path) -> dict[int, list[Path]]:
 
     Rank numbers are torchrun's local ranks (single node: the global rank).
     """
+    return torchrun_rank_logs(session_dir / TORCHRUN_LOG_DIR)
+
+
+def torchrun_rank_logs(root: Path) -> dict[int, list[Path]]:
+    """As rank_log_files, for torchrun's --log-dir `root` (the session's, or the spool's)."""
     found: dict[int, list[tuple[str, Path]]] = {}
-    root = session_dir / TORCHRUN_LOG_DIR
     for path in root.glob("*/attempt_*/*/*.log"):
         m = _TORCHRUN_RANK_LOG.search(path.as_posix())
         if m:

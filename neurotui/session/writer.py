@@ -1,8 +1,10 @@
 """Append-only writing of a session: events.jsonl and meta.json.
 
 The writer never raises into its caller's loop on I/O errors (a full disk must not take the
-supervisor down, and the supervisor must never take training down): failed writes are counted
-and reported once on stderr, which the supervisor sends to supervisor.log.
+supervisor down, and the supervisor must never take training down): records that cannot be
+written are dropped and counted, by kind, with when; the first write that works again is
+preceded by a `lost` record saying so. A small reserve file, made when the writer starts,
+is given back at the end so that a run which ends on a full disk still records its end.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ FORMAT_VERSION = 1
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Readers never see a half-written meta.json: write a sibling, then rename over."""
+    """Readers never see a half-written meta.json: write a sibling, then rename over. Raises
+    OSError (a full disk), leaving the old file as it was and no sibling behind."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True, default=str)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True, default=str)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_meta(session_dir: Path) -> dict[str, Any]:
@@ -39,50 +46,131 @@ def update_meta(session_dir: Path, **changes: Any) -> dict[str, Any]:
     return meta
 
 
+RESERVE = ".reserve"
+RESERVE_BYTES = 1 << 20
+"""Room kept for the records of a run's end: given back when the disk is full at the end."""
+
+
 class EventWriter:
     """One JSON object per line. Buffered: the owner calls `flush()` once per loop tick, so a
     burst of events costs one write, and a live reader sees them within a tick."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, reserve: bool = False) -> None:
         self.path = path
-        self.failed_writes = 0
-        # a+: appends as "a" does, and the last byte can be read (see _fresh_line).
-        self._file = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - lives as long as the writer
+        self.failed_writes = 0  # records lost in all
+        self._pending: list[str] = []
+        self._kinds: list[str] = []
+        self._lost: dict[str, int] = {}  # since the last `lost` record: kind -> count
+        self._lost_from: float | None = None
+        self._lost_to = 0.0
+        self._error = ""
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self._end = -1  # not known yet: checked at the first flush
+        self._reserve = path.with_name(RESERVE) if reserve else None
+        if self._reserve is not None:
+            try:
+                fd = os.open(self._reserve, os.O_WRONLY | os.O_CREAT, 0o600)
+                try:
+                    os.posix_fallocate(fd, 0, RESERVE_BYTES)
+                finally:
+                    os.close(fd)
+            except OSError:  # no room even for that, or no fallocate: nothing kept
+                self.release_reserve()
+
+    @property
+    def failing(self) -> bool:
+        """The last flush could not write (records since are being lost)."""
+        return self._lost_from is not None
 
     def write(self, kind: str, t: float | None = None, **fields: Any) -> None:
         record = {"t": time.time() if t is None else t, "kind": kind, **fields}
         try:
-            self._file.write(json.dumps(record, default=str) + "\n")
-        except (OSError, ValueError) as exc:
-            self._failed(exc)
+            self._pending.append(json.dumps(record, default=str) + "\n")
+            self._kinds.append(kind)
+        except (TypeError, ValueError) as exc:  # not serialisable: a bug, counted not raised
+            self._count_lost([kind], record["t"], exc)
 
-    def flush(self) -> None:
-        try:
-            self._fresh_line()
-            self._file.flush()
-            self._end = os.fstat(self._file.fileno()).st_size
-        except (OSError, ValueError) as exc:
-            self._failed(exc)
+    def flush(self, *, final: bool = False) -> None:
+        """Write what waits. `final` (the run's last records): if the disk refuses them, the
+        reserve is given back and they are tried again."""
+        if not self._pending and self._lost_from is None:
+            return
+        lines, kinds = self._pending, self._kinds
+        self._pending, self._kinds = [], []
+        now = time.time()
+        for last_try in (not final or self._reserve is None, True):
+            # Writing works again? The loss is said first, where it happened in the file.
+            batch = [self._lost_line(now), *lines] if self._lost_from is not None else lines
+            try:
+                self._fresh_line()
+                self._write_all("".join(batch).encode())
+                break
+            except OSError as exc:
+                if last_try:
+                    self._count_lost(kinds, now, exc)
+                    return
+                self.release_reserve()
+        if self._lost_from is not None:
+            self._lost, self._lost_from = {}, None
+
+    def _lost_line(self, now: float) -> str:
+        return json.dumps({
+            "t": now, "kind": "lost", "what": "events", "count": sum(self._lost.values()),
+            "by_kind": dict(self._lost), "from": self._lost_from, "to": self._lost_to,
+            "error": self._error}) + "\n"
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        size = self._end
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except OSError:
+                # A partial batch would leave half a record: take it back (only this writer
+                # appends to events.jsonl between flushes; see _fresh_line).
+                if size >= 0:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self._fd, size)
+                raise
+            view = view[written:]
+        self._end = os.fstat(self._fd).st_size
 
     def _fresh_line(self) -> None:
         """Each record starts on a line of its own: when something else left the file
         without a final newline (another process's partial line, a writer killed mid-line),
         a newline goes first, so that line alone is unreadable, not ours as well."""
-        fd = self._file.fileno()
-        size = os.fstat(fd).st_size
+        size = os.fstat(self._fd).st_size
         if size == self._end or size == 0:
+            self._end = size
             return  # only this writer wrote since its last flush: it ends its lines
-        if os.pread(fd, 1, size - 1) != b"\n":
-            os.write(fd, b"\n")  # O_APPEND: before the records waiting in the buffer
+        if os.pread(self._fd, 1, size - 1) != b"\n":
+            os.write(self._fd, b"\n")
+            size += 1
+        self._end = size
 
-    def _failed(self, exc: Exception) -> None:
-        self.failed_writes += 1
-        if self.failed_writes == 1:
-            print(f"neurotui: cannot write {self.path}: {exc}; training goes on, "
-                  "events are being lost", file=sys.stderr, flush=True)
+    def _count_lost(self, kinds: list[str], now: float, exc: Exception) -> None:
+        self.failed_writes += len(kinds)
+        for kind in kinds:
+            self._lost[kind] = self._lost.get(kind, 0) + 1
+        if self._lost_from is None:
+            self._lost_from = now
+            self._error = exc.strerror if isinstance(exc, OSError) and exc.strerror \
+                else str(exc)
+            # Said where it can be seen; stderr may be on the same full disk (the supervisor
+            # makes its own stderr safe to write to).
+            print(f"neurotui: cannot write {self.path}: {self._error}; training goes on, "
+                  "events are being lost (counted)", file=sys.stderr, flush=True)
+        self._lost_to = now
+
+    def release_reserve(self) -> None:
+        """Give back the reserve (a full disk at the end: room for the end's records)."""
+        if self._reserve is not None:
+            with contextlib.suppress(OSError):
+                self._reserve.unlink(missing_ok=True)
+            self._reserve = None
 
     def close(self) -> None:
-        self.flush()
-        with contextlib.suppress(OSError, ValueError):
-            self._file.close()
+        self.flush(final=True)
+        self.release_reserve()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)

@@ -40,21 +40,27 @@ def _private_dir() -> Path:
     uid = os.getuid()
     candidates = [Path(tempfile.gettempdir()) / f"neurotui-{uid}"]
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and _is_private(Path(runtime)):
+    if runtime and is_private(Path(runtime)):
         candidates.insert(0, Path(runtime) / "neurotui")
+    found = private_folder(candidates)
+    # Every usual place is taken (another user made it first): a fresh one of our own. The
+    # supervisor records the path it listens on in meta.json (control_socket) for clients.
+    return found or Path(tempfile.mkdtemp(prefix=f"neurotui-{uid}-"))
+
+
+def private_folder(candidates: list[Path]) -> Path | None:
+    """The first of `candidates` that is (or can be made) this user's private folder."""
     for folder in candidates:
         try:
             folder.mkdir(mode=0o700, exist_ok=True)
         except OSError:
             continue
-        if _is_private(folder):
+        if is_private(folder):
             return folder
-    # Every usual place is taken (another user made it first): a fresh one of our own. The
-    # supervisor records the path it listens on in meta.json (control_socket) for clients.
-    return Path(tempfile.mkdtemp(prefix=f"neurotui-{uid}-"))
+    return None
 
 
-def _is_private(folder: Path) -> bool:
+def is_private(folder: Path) -> bool:
     """A real folder (not a link) of this user that no one else can enter or write."""
     try:
         st = os.lstat(folder)

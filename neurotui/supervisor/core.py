@@ -8,6 +8,7 @@ dashboard's death, nor the supervisor's own death can stop training.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import selectors
@@ -15,6 +16,8 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,8 @@ from neurotui.session import layout
 from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.host import host_sample, process_rows
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor import control
+from neurotui.supervisor import control, spool
+from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.logfollow import POLL_S, LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 
@@ -69,11 +73,17 @@ class Supervisor:
                                   float(config.get("kill_timeout_s", 10.0)))
         self.job_env: dict[str, str] = dict(config.get("env") or {})
         self.auto_probe = bool(config.get("auto_probe", True))
-        self.writer = EventWriter(self.dir / layout.EVENTS)
+        self.writer = EventWriter(self.dir / layout.EVENTS, reserve=True)
+        self.alerts = AlertRecorder(self.writer)
+        self._meta_unsaved: dict[str, Any] = {}  # changes a full disk refused, retried
+        self._told_meta = False
+        self._failed: set[str] = set()  # work that raised once (see _guarded)
+        self.spool = Path(self.meta["spool"]) if self.meta.get("spool") else None
         self.parser = (StepLineParser.from_patterns(config["step_patterns"], include_defaults=True)
                        if config.get("step_patterns") else StepLineParser.default())
         self.follower = LogFollower(self.dir, self.writer, self.parser,
                                     parse_launcher=not config.get("torchrun_logs", False),
+                                    spool_dir=self.spool,
                                     watch=os.environ.get(LOG_WATCH_ENV) != "0")
         self.selector = selectors.DefaultSelector()
         self.socket_path = control.socket_path(self.dir)
@@ -98,8 +108,7 @@ class Supervisor:
         signal.signal(signal.SIGHUP, _ignore)
         signal.signal(signal.SIGINT, _ignore)
         signal.signal(signal.SIGTERM, self._on_sigterm)
-        update_meta(self.dir, supervisor_pid=os.getpid(),
-                    control_socket=str(self.socket_path))
+        self._save_meta(supervisor_pid=os.getpid(), control_socket=str(self.socket_path))
         code: int | None = None
         sig_name: str | None = None
         try:
@@ -115,7 +124,7 @@ class Supervisor:
                 except OSError as exc:  # not executable, vanished since `run` checked, ...
                     self.writer.write("proc_exit", attempt=self.attempt, pid=None, code=None,
                                       signal=None, tail={"launcher": [f"cannot start: {exc}"]})
-                    update_meta(self.dir, ended_at=time.time(), exit={
+                    self._save_meta(ended_at=time.time(), exit={
                         "code": None, "signal": None, "reason": f"failed to start: {exc}",
                         "attempts": self.attempt + 1, "lost_events": self.writer.failed_writes})
                     return 1
@@ -146,8 +155,9 @@ class Supervisor:
         env = autoprobe.job_env({
             **os.environ, **self.job_env,
             "NEUROTUI_SESSION": str(self.dir), "NEUROTUI_ATTEMPT": str(self.attempt),
+            **({"NEUROTUI_SPOOL": str(self.spool)} if self.spool is not None else {}),
             "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}, self.auto_probe)
-        log_path = self.dir / layout.LAUNCHER_LOG
+        log_path = self.follower.logs_root / layout.LAUNCHER_LOG_NAME
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             self.job = subprocess.Popen(  # argv list; a shell only if the user asked (launch.py)
@@ -157,11 +167,11 @@ class Supervisor:
         self.follower.attempt = self.attempt
         self.stopping = None
         create_time = next(iter(self.tree.known), (0, 0.0))[1]
-        update_meta(self.dir, job_pid=self.job.pid, job_pgid=self.job.pid,
-                    job_create_time=create_time, attempt=self.attempt)
+        self._save_meta(job_pid=self.job.pid, job_pgid=self.job.pid,
+                        job_create_time=create_time, attempt=self.attempt,
+                        log_timing=self.follower.timing)
         self.writer.write("proc_start", attempt=self.attempt, pid=self.job.pid,
                           pgid=self.job.pid, argv=self.argv)
-        update_meta(self.dir, log_timing=self.follower.timing)
 
     def _adopt(self) -> bool:
         """Take over the session's running job: its supervisor died and the job ran on.
@@ -182,7 +192,7 @@ class Supervisor:
         self.follower.resume(*resume_point(self.dir / layout.EVENTS, self.attempt))
         self.tree = JobTree(pid)
         self.adopted_pid = pid
-        update_meta(self.dir, adopted_at=time.time())
+        self._save_meta(adopted_at=time.time())
         self.writer.write("warning", source="supervisor", message=(
             f"a new supervisor adopted the running job (pid {pid}); host and accelerator "
             "telemetry since the old one died is missing, and its exit code will be unknown"))
@@ -204,12 +214,15 @@ class Supervisor:
         while True:
             now = time.time()
             if now >= next_logs:
-                self.follower.poll(now)
+                self._guarded("reading the job's logs", self.follower.poll, now)
                 next_logs = now + POLL_S
             if now >= next_telemetry:
                 self._sample_telemetry(now)
+                self.alerts.update("disk-low", low_disk(self.dir), now)
                 next_telemetry = now + TELEMETRY_S
             self.writer.flush()
+            if self._meta_unsaved:
+                self._save_meta()
             ended, returncode = self._job_exit()
             if ended:
                 break
@@ -218,12 +231,12 @@ class Supervisor:
             self._escalate_stop(now)
             restart_asked |= self._wait_tick(min(now + TICK_S, next_logs))
         self._sweep()
-        self.follower.poll(time.time(), final=True)
+        self._guarded("reading the job's logs", self.follower.poll, time.time(), True)
         code = returncode if returncode is None or returncode >= 0 else None
         sig_name = signal.Signals(-returncode).name if returncode and returncode < 0 else None
         self.writer.write("proc_exit", attempt=self.attempt, pid=self.tree.leader_pid,
                           code=code, signal=sig_name, tail=self.follower.tail_lines())
-        self.writer.flush()
+        self.writer.flush(final=True)  # on a full disk, into the reserve
         restart_asked = restart_asked or bool(self.stopping and self.stopping.restart_after)
         return code, sig_name, restart_asked and not self.leaving
 
@@ -237,7 +250,7 @@ class Supervisor:
                 if key.fileobj is self.server:
                     restart |= self._serve_one()
                     return restart  # a stop or restart is acted on at once
-                self.follower.on_change(time.time())
+                self._guarded("reading the job's logs", self.follower.on_change, time.time())
         return restart
 
     def _wait_backoff(self, delay: float) -> bool:
@@ -263,10 +276,19 @@ class Supervisor:
             reason = f"killed by {sig_name}"
         else:
             reason = "failed"
-        self.writer.flush()  # every event is on disk before meta.json says the run ended
-        meta = update_meta(self.dir, ended_at=time.time(), log_timing=self.follower.timing, exit={
-            "code": code, "signal": sig_name, "reason": reason, "attempts": self.attempt + 1,
-            "lost_events": self.writer.failed_writes})
+        now = time.time()
+        self.alerts.end_all(now, why=f"the job {reason}")
+        self.writer.flush(final=True)
+        if self._meta_unsaved:
+            self.writer.release_reserve()  # room for meta.json's end
+        if self.spool is not None:
+            spool.remove(self.spool)  # every byte of it was read: the final poll read to the end
+        # Every event is on disk before meta.json says the run ended.
+        if not self._save_meta(ended_at=now, log_timing=self.follower.timing, exit={
+                "code": code, "signal": sig_name, "reason": reason,
+                "attempts": self.attempt + 1, "lost_events": self.writer.failed_writes}):
+            return
+        meta = read_meta(self.dir)
         try:  # the figures of the run, for `ls`, compare and anyone reading meta.json
             # Imported here: pandas costs start-up time the supervisor needs only now.
             from neurotui.session.reader import SessionReader
@@ -279,6 +301,33 @@ class Supervisor:
                 samples_from=reader.samples_from))
         except Exception as exc:
             print(f"neurotui: no summary for this run: {exc}", file=sys.stderr, flush=True)
+
+    def _guarded(self, what: str, call: Callable[..., object], *args: object) -> None:
+        """A failure of the supervisor's own reading (a bug, a file it cannot parse) is
+        recorded, once per kind of work; supervision goes on."""
+        try:
+            call(*args)
+        except Exception as exc:
+            if what not in self._failed:
+                self._failed.add(what)
+                self.writer.write("warning", source="supervisor", message=(
+                    f"{what} failed: {exc!r}; supervision goes on (see supervisor.log)"))
+                traceback.print_exc()
+
+    def _save_meta(self, **changes: Any) -> bool:
+        """Write these changes (and any a full disk refused before) into meta.json; False,
+        keeping them for the next try, while the disk refuses."""
+        self._meta_unsaved.update(changes)
+        try:
+            update_meta(self.dir, **self._meta_unsaved)
+        except OSError as exc:
+            if not self._told_meta:
+                self._told_meta = True
+                print(f"neurotui: cannot update meta.json: {exc}; retrying", file=sys.stderr,
+                      flush=True)
+            return False
+        self._meta_unsaved = {}
+        return True
 
     def _close(self) -> None:
         self.follower.close()
@@ -326,7 +375,7 @@ class Supervisor:
                                                 "region": price.region}}
         if not (meta.get("price") or {}).get("usd_per_hour"):
             changes["price"] = price_record(price)
-        update_meta(self.dir, **changes)
+        self._save_meta(**changes)
         self.writer.write("instance", type=instance_type, source=source, price_note=price.note)
 
     # -- control -----------------------------------------------------------------------------
@@ -413,7 +462,24 @@ def _json_line(data: dict[str, Any]) -> bytes:
     return json.dumps(data).encode() + b"\n"
 
 
+class _Unfailing(io.TextIOBase):
+    """stdout/stderr for the supervisor: they go to supervisor.log, on the sessions disk, and
+    a full disk must not turn a message into an exception that ends supervision."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError):
+            os.write(self._fd, text.encode("utf-8", errors="replace"))
+        return len(text)
+
+
 def main(argv: list[str] | None = None) -> int:
+    sys.stdout, sys.stderr = _Unfailing(1), _Unfailing(2)
     args = sys.argv[1:] if argv is None else argv
     adopt = "--adopt" in args
     args = [a for a in args if a != "--adopt"]

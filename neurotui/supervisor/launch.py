@@ -34,10 +34,11 @@ def torchrun_position(argv: list[str]) -> int | None:
     return None
 
 
-def job_argv(user_argv: list[str], session_dir: Path, *, shell: bool = False,
+def job_argv(user_argv: list[str], logs_root: Path, *, shell: bool = False,
              free_port: Callable[[], int] | None = None) -> list[str]:
-    """The argv to launch: per-rank log capture and a free rendezvous port added to torchrun
-    (unless the user chose them); a shell only when asked."""
+    """The argv to launch: per-rank log capture (under `logs_root`: the spool, or the
+    session's logs/) and a free rendezvous port added to torchrun (unless the user chose
+    them); a shell only when asked."""
     if shell:
         return [os.environ.get("SHELL", "/bin/sh"), "-c", shlex.join(user_argv)
                 if len(user_argv) > 1 else user_argv[0]]
@@ -50,7 +51,7 @@ def job_argv(user_argv: list[str], session_dir: Path, *, shell: bool = False,
     if not flags & set(_USER_LOG_FLAGS):
         # torchrun writes each rank's stdout/stderr to its own files (no interleaving) and,
         # with --tee, also to its console, which the supervisor saves as launcher.log.
-        log_dir = session_dir / layout.TORCHRUN_LOG_DIR
+        log_dir = logs_root / layout.TORCHRUN_LOG_NAME
         added += ["--log-dir", str(log_dir), "--redirects", "3", "--tee", "3"]
     if not flags & set(_USER_RENDEZVOUS_FLAGS) and \
             not any(name in os.environ for name in _USER_RENDEZVOUS_ENV):

@@ -23,6 +23,7 @@ from neurotui.session import layout
 from neurotui.session.tailing import read_lines_backwards, split_lines
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
+from neurotui.supervisor import spool
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
 POLL_S = 0.5
@@ -63,6 +64,9 @@ def resume_point(events: Path, attempt: int) -> tuple[dict[str, int] | None, dic
                 break
             files = record.get("files")
             if record.get("kind") == "log_offsets" and mark is None and isinstance(files, dict):
+                # With a spool, where the old supervisor had read the files the job writes.
+                read = record.get("read")
+                files = read if isinstance(read, dict) else files
                 mark = {str(k): v for k, v in files.items() if isinstance(v, int)}
                 mark_t = float(t) if isinstance(t, (int, float)) else None
             elif record.get("kind") == "step" and record.get("src") == "log" and \
@@ -90,19 +94,36 @@ class _Followed:
     """Bytes of `pending` already parsed: positions of a bar redrawn with carriage returns."""
     file: BinaryIO | None = None
     """Kept open between reads: a log changes many times a second."""
+    copy: spool.Copy | None = None
+    """Where a spool file's bytes go in the session (None: `path` is in the session)."""
+    freed: int = 0  # a spool file's bytes up to here were given back (spool.punch_hole)
 
-    def read_new(self) -> list[bytes]:
+    def read_new(self, now: float) -> list[bytes]:
         """The complete lines appended since the last read (a partial last line waits in
         `pending`). Raises OSError (FileNotFoundError while the file is not there)."""
         if self.file is None:
-            self.file = open(self.path, "rb")  # noqa: SIM115 - closed by LogFollower.close
+            # A spool file is opened for writing too: punching holes needs it.
+            self.file = open(self.path, "r+b" if self.copy else "rb")  # noqa: SIM115 - closed by LogFollower.close
             self.file.seek(self.offset)
         chunk = self.file.read(_MAX_READ)
         self.offset += len(chunk)
         if not chunk:
             return []
+        if self.copy is not None:
+            self.copy.write(chunk, now)
+            if self.offset - self.freed >= spool.PUNCH_EVERY:
+                upto = self.offset - self.offset % 4096  # whole pages only
+                if spool.punch_hole(self.file.fileno(), self.freed, upto):
+                    self.freed = upto
         lines, self.pending = split_lines(self.pending, chunk)
         return lines
+
+    def close(self) -> None:
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                self.file.close()
+        if self.copy is not None:
+            self.copy.close()
 
 
 @dataclass
@@ -158,6 +179,9 @@ class LogFollower:
     writer: EventWriter
     parser: StepLineParser
     parse_launcher: bool
+    spool_dir: Path | None = None
+    """Where the job writes its output (spool.py), copied into the session's logs/ as read;
+    None: the job writes into the session's logs/ itself."""
     attempt: int = 0
     tails: dict[int | None, deque[str]] = field(default_factory=dict)
     _files: dict[Path, _Followed] = field(default_factory=dict)
@@ -210,9 +234,7 @@ class LogFollower:
         if self._changes is not None:
             self._changes.close()
         for followed in self._files.values():
-            if followed.file is not None:
-                with contextlib.suppress(OSError):
-                    followed.file.close()
+            followed.close()
 
     def resume(self, offsets: dict[str, int] | None, recorded_steps: dict[int, int]) -> None:
         """Go on where a dead supervisor left off: each log from its last mark (`offsets`; no
@@ -241,11 +263,31 @@ class LogFollower:
             # the last one, after the job's exit, reads each to its end.
             while self._read(followed, now) and final:
                 pass
+            loss = followed.copy.take_loss(final) if followed.copy is not None else None
+            if loss is not None:
+                lost, since, until, error = loss
+                self.writer.write("lost", t=now, what="log", file=followed.name, bytes=lost,
+                                  **{"from": since, "to": until}, error=error)
+        if final:
+            self._record_pending_losses(now)
         if final or now - self._marked_at >= LOG_MARK_S:
             self._mark(now)
         if not self._told_no_steps and self._first_line_at is not None and \
                 now - self._first_line_at >= NO_STEP_AFTER_S:
             self._tell_if_no_steps(now)
+
+    def _record_pending_losses(self, now: float) -> None:
+        """Steps a rank's probe could not write and could not say so before the job ended
+        (the disk was full to the end): the probe left the count in the spool."""
+        if self.spool_dir is None:
+            return
+        for path in sorted(self.spool_dir.glob("lost-*.json")):
+            with contextlib.suppress(OSError, ValueError):
+                loss = json.loads(path.read_text())
+                if isinstance(loss, dict) and loss.pop("kind", None) == "lost":
+                    loss.pop("t", None)
+                    self.writer.write("lost", t=now, **loss, said_by="supervisor")
+                path.unlink()
 
     def _tell_if_no_steps(self, now: float) -> None:
         """Say so, once, when the job printed for a while and no step was found anywhere."""
@@ -262,23 +304,42 @@ class LogFollower:
             "run with --step-pattern, or call neurotui.probe.step() after each step"))
 
     def _mark(self, now: float) -> None:
-        """Record the end of each log's complete lines, if any log grew since the last mark."""
-        offsets = {followed.name: followed.offset - len(followed.pending)
-                   for followed in self._files.values()}
-        if offsets != self._marked:
-            self.writer.write("log_offsets", t=now, files=offsets)
-            self._marked = offsets
+        """Record the end of each log's complete lines, if any log grew since the last mark:
+        in the session's file (`files`, what a replay shows) and, with a spool, in the file
+        the job writes (`read`, where an adopting supervisor goes on from)."""
+        read = {followed.name: followed.offset - len(followed.pending)
+                for followed in self._files.values()}
+        if read != self._marked:
+            if self.spool_dir is None:
+                self.writer.write("log_offsets", t=now, files=read)
+            else:
+                files = {f.name: max(0, f.copy.size - len(f.pending))
+                         for f in self._files.values() if f.copy is not None}
+                self.writer.write("log_offsets", t=now, files=files, read=read)
+            self._marked = read
         self._marked_at = now
 
+    @property
+    def logs_root(self) -> Path:
+        """The folder the job's output is written to: the spool, or the session's logs/."""
+        return self.spool_dir if self.spool_dir is not None else \
+            self.session_dir / layout.LOGS_DIR
+
     def _discover(self) -> None:
-        launcher = self.session_dir / layout.LAUNCHER_LOG
+        root = self.logs_root
+        launcher = root / layout.LAUNCHER_LOG_NAME
         if launcher not in self._files and launcher.exists():
-            self._add(_Followed(launcher, layout.LAUNCHER_LOG, None))
-        for rank, paths in layout.rank_log_files(self.session_dir).items():
+            self._follow(launcher, None)
+        for rank, paths in layout.torchrun_rank_logs(root / layout.TORCHRUN_LOG_NAME).items():
             for path in paths:
                 if path not in self._files:
-                    self._add(_Followed(path, path.relative_to(self.session_dir).as_posix(),
-                                        rank))
+                    self._follow(path, rank)
+
+    def _follow(self, path: Path, rank: int | None) -> None:
+        relative = path.relative_to(self.logs_root).as_posix()
+        name = f"{layout.LOGS_DIR}/{relative}"  # as the session names it, spool or not
+        copy = spool.Copy(self.session_dir / name) if self.spool_dir is not None else None
+        self._add(_Followed(path, name, rank, copy=copy))
 
     def _add(self, followed: _Followed) -> None:
         self._files[followed.path] = followed
@@ -289,7 +350,7 @@ class LogFollower:
         """Take what `followed` gained; True when there may be more (a full read)."""
         before = followed.offset
         try:
-            lines = followed.read_new()
+            lines = followed.read_new(now)
         except OSError:
             return False
         for raw in lines:

@@ -8,12 +8,12 @@ import pytest
 
 from neurotui.supervisor.launch import _free_port, job_argv
 
-SESSION = Path("/s")
+LOGS_ROOT = Path("/s/logs")
 LOGS = ["--log-dir", "/s/logs/torchrun", "--redirects", "3", "--tee", "3"]
 
 
 def argv(*user: str) -> list[str]:
-    return job_argv(list(user), SESSION, free_port=lambda: 40123)
+    return job_argv(list(user), LOGS_ROOT, free_port=lambda: 40123)
 
 
 def test_torchrun_gets_log_capture_and_a_free_port(monkeypatch: pytest.MonkeyPatch) -> None:

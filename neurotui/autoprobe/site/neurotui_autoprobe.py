@@ -20,10 +20,11 @@ steady state the host runs at the device's pace, so their rate is the training's
 
 Records go to <session>/probe/auto-rank-<RANK>.jsonl (O_APPEND), written at least every
 WRITE_EVERY_S and at exit (one os.write for the steps since the last), opened at the first
-optimizer step, so processes that never step an optimizer (the torchrun
-launcher, DataLoader workers) write nothing. Any error switches the probe off for the rest of
-the process: it never raises into training. Standard library only (torch is used only once the
-job itself imported it), because the job's Python may not be able to import neurotui.
+optimizer step, so processes that never step an optimizer (the torchrun launcher, DataLoader
+workers) write nothing. A full disk drops steps, counted (RecordFile); any other error switches
+the probe off for the rest of the process: it never raises into training. Standard library
+only (torch is used only once the job itself imported it), because the job's Python may not
+be able to import neurotui.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any
 SESSION_ENV = "NEUROTUI_SESSION"
 ENABLE_ENV = "NEUROTUI_AUTO_PROBE"
 ATTEMPT_ENV = "NEUROTUI_ATTEMPT"
+SPOOL_ENV = "NEUROTUI_SPOOL"
 
 WRITE_EVERY_S = 0.05
 """Steps are written at least this often (and at exit): a kill -9 loses at most this much."""
@@ -65,6 +67,63 @@ def arm() -> None:
     if "torch" in sys.modules:  # imported before us (unusual): hook it now
         _state.on_import("torch", sys.modules["torch"])
     sys.meta_path.insert(0, _ImportWatcher(_state))
+
+
+class RecordFile:
+    """A rank's append-only record file that a full disk cannot turn into an exception, nor
+    switch off: a batch of records that cannot be written is dropped whole (a partial write
+    is taken back) and counted, and the first write that works again begins with a `lost`
+    record saying how many, from when to when. Until then the count waits in the job's spool
+    (memory, not the full disk: $NEUROTUI_SPOOL), where the supervisor finds it if the job
+    ends first. Used by neurotui.probe too."""
+
+    def __init__(self, path: str, rank: int) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.rank = rank
+        self.lost = 0
+        self.lost_from = self.lost_to = 0.0
+        self.error = ""
+        spool = os.environ.get(SPOOL_ENV)
+        self.pending_loss = os.path.join(spool, f"lost-{os.path.basename(path)}.json") \
+            if spool else None
+
+    def write(self, text: str, records: int, now: float) -> None:
+        data = text.encode()
+        if self.lost:
+            data = (json.dumps(self._loss(now)) + "\n").encode() + data
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(self.fd, data[done:])
+        except OSError as exc:
+            if done:  # only this process appends here: the file ended `done` bytes ago
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, os.fstat(self.fd).st_size - done)
+            if not self.lost:
+                self.lost_from, self.error = now, exc.strerror or str(exc)
+            self.lost += records
+            self.lost_to = now
+            self._keep_loss(now)
+            return
+        if self.lost:
+            self.lost = 0
+            if self.pending_loss:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.pending_loss)
+
+    def _loss(self, now: float) -> dict[str, Any]:
+        return {"t": now, "kind": "lost", "what": "probe steps", "rank": self.rank,
+                "count": self.lost, "from": self.lost_from, "to": self.lost_to,
+                "error": self.error}
+
+    def _keep_loss(self, now: float) -> None:
+        if self.pending_loss is None:
+            return
+        with contextlib.suppress(OSError):
+            tmp = f"{self.pending_loss}.tmp"
+            with open(tmp, "w") as f:
+                json.dump(self._loss(now), f)
+            os.replace(tmp, self.pending_loss)
 
 
 class _ImportWatcher(importlib.abc.MetaPathFinder):
@@ -115,7 +174,7 @@ class _Probe:
     def __init__(self, session_dir: str) -> None:
         self.session_dir = session_dir
         self.on = True
-        self.fd: int | None = None
+        self.file: RecordFile | None = None
         self.rank = 0
         self.local_rank = 0
         self.attempt = 0
@@ -296,7 +355,8 @@ class _Probe:
                              f'"samples":{"null" if samples is None else samples},"loss":null,'
                              f'"dt":{dt},"phases":{phases},"src":"auto",'
                              f'"attempt":{self.attempt}}}\n')
-            os.write(self.fd, "".join(lines).encode())  # type: ignore[arg-type]
+            assert self.file is not None
+            self.file.write("".join(lines), len(lines), time.time())
 
     def write_at_exit(self) -> None:
         # The process is leaving: nothing to switch off, nothing to raise into.
@@ -314,8 +374,8 @@ class _Probe:
         self.attempt = int(os.environ.get(ATTEMPT_ENV, "0"))
         probe_dir = os.path.join(self.session_dir, "probe")
         os.makedirs(probe_dir, exist_ok=True)
-        self.fd = os.open(os.path.join(probe_dir, f"auto-rank-{self.rank}.jsonl"),
-                          os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.file = RecordFile(os.path.join(probe_dir, f"auto-rank-{self.rank}.jsonl"),
+                               self.rank)
         self.pid = os.getpid()
         atexit.register(self.write_at_exit)
         threading.Thread(target=self._writer, name="neurotui-autoprobe", daemon=True).start()
@@ -332,7 +392,8 @@ class _Probe:
         self.write_pending()  # in time order
         record = {"t": now, "kind": "probe_info", "rank": self.rank,
                   "attempt": self.attempt, "what": what, **fields}
-        os.write(self.fd, (json.dumps(record) + "\n").encode())  # type: ignore[arg-type]
+        assert self.file is not None
+        self.file.write(json.dumps(record) + "\n", 1, now)
 
     def _first_dim(self, obj: Any, depth: int) -> int | None:
         """The first dimension of the first tensor in a batch (tuple, list, dict, ...)."""
