@@ -262,6 +262,7 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
         "versions": package_versions(), "started_at": now, "ended_at": None,
         "instance": instance_record(price), "price": price_record(price), "config": config,
         "exit": None, "spool": None if spool_dir is None else str(spool_dir),
+        "records_alerts": True,  # older sessions did not: their alert count is unknown
     }
     write_json_atomic(session_dir / layout.META, meta)
     return session_dir

@@ -23,14 +23,14 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from neurotui import metrics
+from neurotui import metrics, recorded
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
 from neurotui.session.paths import SessionNotFound, find_session
 from neurotui.session.reader import SessionFormatError, SessionReader
@@ -75,14 +75,15 @@ COLUMNS: tuple[Column, ...] = (
     Column("samples_per_dollar_steady", "SAMPLES/$", "count"),
     Column("samples_per_dollar_all_in", "SAMPLES/$ ALL-IN", "count"),
     Column("relative_price_performance", "RELATIVE", "ratio"),
+    Column("alerts", "ALERTS", "int"),
 )
 """What `neurotui compare` shows, in order. Data rows hold these keys and EXTRA_KEYS."""
 EXTRA_KEYS = ("step_source", "step_time_without_data_s", "cores_available", "baseline",
-              "problems", "path")
+              "alerts_by_key", "lost", "problems", "path")
 """Also in every row (CSV, JSON, DataFrame), not in the text table."""
-_INT_KEYS = ("cores_used", "workers", "cores_available")
-_TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source", "problems",
-              "path")
+_INT_KEYS = ("cores_used", "workers", "cores_available", "alerts")
+_TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source",
+              "alerts_by_key", "lost", "problems", "path")
 
 
 @dataclass
@@ -104,6 +105,10 @@ class LoadedSession:
     """session_status: completed, failed, stopped, running, unsupervised, lost, ..."""
     last_seen: float | None
     """Time of the last record of any kind (where a run without an end record stopped)."""
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    """The supervisor's alert records (start and end)."""
+    lost: list[dict[str, Any]] = field(default_factory=list)
+    """What the writers could not record (a full disk)."""
 
     @property
     def name(self) -> str:
@@ -129,7 +134,9 @@ def load_session(path: Path) -> LoadedSession:
                          samples_from=set(reader.samples_from),
                          problems=reader.problems.summary(),
                          state=session_status(path).state,
-                         last_seen=max(times) if times else None)
+                         last_seen=max(times) if times else None,
+                         alerts=list(reader.events.get("alert", ())),
+                         lost=list(reader.events.get("lost", ())))
 
 
 # -- figures ------------------------------------------------------------------------------
@@ -199,6 +206,7 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
                         probe_info=session.probe_info, samples_from=session.samples_from)
     instance_type = (meta.get("instance") or {}).get("type")
     accelerator, cores_available = instance_figures(instance_type, table)
+    episodes = recorded.alert_episodes(session.alerts)
     return {
         "session": session.name,
         "state": session.state,
@@ -215,6 +223,11 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "samples_per_dollar_steady": figures["samples_per_dollar_steady"],
         "samples_per_dollar_all_in": figures["samples_per_dollar_all_in"],
         "relative_price_performance": None,
+        # Sessions from before the supervisor recorded alerts: unknown, not 0.
+        "alerts": sum(episodes.values()) if meta.get("records_alerts") else None,
+        "alerts_by_key": ", ".join(f"{key} x{n}" for key, n in sorted(episodes.items()))
+        or None,
+        "lost": recorded.lost_text(session.lost),
         "step_source": figures["step_source"],
         "step_time_without_data_s": figures["step_time_without_data_s"],
         "cores_available": cores_available,
@@ -376,6 +389,10 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
             notes.append(f"{r['session']}: steps from {r['step_source']}" + (
                 f"; step time less data wait (the study's own timing): {without * 1000:.1f} ms"
                 if _known(without) else ""))
+    for r in rows:  # what the supervisor saw go wrong, and what the session could not record
+        said = [f"alerts: {r['alerts_by_key']}" if r.get("alerts_by_key") else None, r.get("lost")]
+        if any(said):
+            notes.append(f"{r['session']}: " + "; ".join(x for x in said if x))
     notes.extend(f"{r['session']}: {r['problems']}" for r in rows if r.get("problems"))
     return notes
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from neurotui import metrics
+from neurotui import metrics, recorded
 from neurotui.session.reader import SessionReader
 from neurotui.ui import fmt
 
@@ -50,12 +50,26 @@ def progress_line(reader: SessionReader, now: float) -> str:
     return " | ".join(parts)
 
 
+def new_notices(reader: SessionReader, printed: dict[str, int]) -> list[str]:
+    """Lines for the alerts and losses recorded since the last call (`printed` keeps count)."""
+    records = []
+    for kind in ("alert", "lost"):
+        bucket = list(reader.events.get(kind, ()))
+        records += bucket[printed.get(kind, 0):]
+        printed[kind] = len(bucket)
+    return [recorded.notice(r) for r in sorted(records, key=lambda r: float(r["t"]))]
+
+
 def follow(reader: SessionReader, *, interval_s: float = 5.0, out: TextIO = sys.stdout,
            alive: Callable[[], bool] | None = None) -> dict | None:
-    """Print a progress line every interval until the session ends; returns its exit record."""
+    """Print a progress line every interval until the session ends, and each alert and loss
+    the session records as it comes; returns its exit record."""
     next_print = 0.0
+    printed: dict[str, int] = {}
     while True:
         reader.poll()
+        for line in new_notices(reader, printed):
+            print(line, file=out, flush=True)
         now = time.time()
         ended = reader.meta.get("exit")
         if now >= next_print or ended is not None:
@@ -63,6 +77,8 @@ def follow(reader: SessionReader, *, interval_s: float = 5.0, out: TextIO = sys.
             next_print = now + interval_s
         if ended is not None:
             reader.poll(final=True)
+            for line in new_notices(reader, printed):
+                print(line, file=out, flush=True)
             problems = reader.problems.summary()
             if problems:
                 print(f"neurotui: {problems}", file=out, flush=True)

@@ -27,13 +27,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-DEFAULT_WARMUP_STEPS = 10
-"""Steps 1..10 of each rank and attempt are warm-up, as in the reference study (11..N)."""
+from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_STALL_FACTOR, DEFAULT_WARMUP_STEPS
+
 DEFAULT_BUCKET_S = 10.0
 DEFAULT_WINDOW_S = 30.0
 DEFAULT_STRAGGLER_THRESHOLD = 0.2
-DEFAULT_STALL_FACTOR = 10.0
-DEFAULT_MIN_STALL_S = 10.0
 
 Phase = Literal["starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped",
                 "ended"]

@@ -34,6 +34,7 @@ from neurotui.supervisor import control, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.logfollow import POLL_S, LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
+from neurotui.supervisor.stallwatch import StallWatch
 
 TICK_S = 0.25
 LOG_WATCH_ENV = "NEUROTUI_LOG_WATCH"
@@ -85,6 +86,8 @@ class Supervisor:
                                     parse_launcher=not config.get("torchrun_logs", False),
                                     spool_dir=self.spool,
                                     watch=os.environ.get(LOG_WATCH_ENV) != "0")
+        self.stalls = StallWatch(self.dir)
+        self.follower.stalls = self.stalls
         self.selector = selectors.DefaultSelector()
         self.socket_path = control.socket_path(self.dir)
         self.server = control.listen(self.socket_path)
@@ -165,6 +168,7 @@ class Supervisor:
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.tree = JobTree(self.job.pid)
         self.follower.attempt = self.attempt
+        self.stalls.new_attempt(self.attempt)
         self.stopping = None
         create_time = next(iter(self.tree.known), (0, 0.0))[1]
         self._save_meta(job_pid=self.job.pid, job_pgid=self.job.pid,
@@ -190,6 +194,8 @@ class Supervisor:
         self.attempt = int(self.meta.get("attempt") or 0)
         self.follower.attempt = self.attempt
         self.follower.resume(*resume_point(self.dir / layout.EVENTS, self.attempt))
+        self.stalls.new_attempt(self.attempt)
+        self.stalls.skip_history()
         self.tree = JobTree(pid)
         self.adopted_pid = pid
         self._save_meta(adopted_at=time.time())
@@ -218,7 +224,7 @@ class Supervisor:
                 next_logs = now + POLL_S
             if now >= next_telemetry:
                 self._sample_telemetry(now)
-                self.alerts.update("disk-low", low_disk(self.dir), now)
+                self._watch_alerts(now)
                 next_telemetry = now + TELEMETRY_S
             self.writer.flush()
             if self._meta_unsaved:
@@ -301,6 +307,13 @@ class Supervisor:
                 samples_from=reader.samples_from))
         except Exception as exc:
             print(f"neurotui: no summary for this run: {exc}", file=sys.stderr, flush=True)
+
+    def _watch_alerts(self, now: float) -> None:
+        self.alerts.update("disk-low", low_disk(self.dir), now)
+        self._guarded("reading the probe files", self.stalls.read_probes)
+        # A graceful stop silences ranks on purpose: no stall then.
+        self.alerts.update("stalled", self.stalls.alert(now) if self.stopping is None else None,
+                           now)
 
     def _guarded(self, what: str, call: Callable[..., object], *args: object) -> None:
         """A failure of the supervisor's own reading (a bug, a file it cannot parse) is

@@ -24,6 +24,7 @@ from neurotui.session.tailing import read_lines_backwards, split_lines
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
 from neurotui.supervisor import spool
+from neurotui.supervisor.stallwatch import StallWatch
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
 POLL_S = 0.5
@@ -107,14 +108,14 @@ class _Followed:
             self.file.seek(self.offset)
         chunk = self.file.read(_MAX_READ)
         self.offset += len(chunk)
-        if not chunk:
-            return []
         if self.copy is not None:
             self.copy.write(chunk, now)
-            if self.offset - self.freed >= spool.PUNCH_EVERY:
-                upto = self.offset - self.offset % 4096  # whole pages only
-                if spool.punch_hole(self.file.fileno(), self.freed, upto):
-                    self.freed = upto
+        if not chunk:
+            return []
+        if self.copy is not None and self.offset - self.freed >= spool.PUNCH_EVERY:
+            upto = self.offset - self.offset % 4096  # whole pages only
+            if spool.punch_hole(self.file.fileno(), self.freed, upto):
+                self.freed = upto
         lines, self.pending = split_lines(self.pending, chunk)
         return lines
 
@@ -183,6 +184,8 @@ class LogFollower:
     """Where the job writes its output (spool.py), copied into the session's logs/ as read;
     None: the job writes into the session's logs/ itself."""
     attempt: int = 0
+    stalls: StallWatch | None = None
+    """Told of each step and compile line recorded (the supervisor's watch for stalls)."""
     tails: dict[int | None, deque[str]] = field(default_factory=dict)
     _files: dict[Path, _Followed] = field(default_factory=dict)
     _step_counters: dict[int, int] = field(default_factory=dict)
@@ -447,9 +450,13 @@ class LogFollower:
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
                               loss=record.loss, dt=dt, phases=None, src="log",
                               attempt=self.attempt, **printed)
+            if self.stalls is not None:
+                self.stalls.step(rank, step, now, "log")
             self._steps_written += 1
         elif isinstance(record, CompileLine):
             self.writer.write("compile", t=now, rank=rank, what=record.what, line=line[:2000])
+            if self.stalls is not None:
+                self.stalls.compiled(rank, now)
 
     def _stamped_step_time(self, rank: int, step: int, now: float) -> float | None:
         """Seconds per step since this rank's previous step line, by the stamps."""

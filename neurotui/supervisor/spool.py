@@ -104,7 +104,8 @@ class Copy:
         self._marked = True  # the last loss is marked in the copy (or there was none)
 
     def write(self, data: bytes, now: float) -> None:
-        if not data:
+        """Append `data` (nothing: only make sure the copy exists, as the spool file does)."""
+        if not data and self._fd is not None:
             return
         try:
             if self._fd is None:
@@ -116,7 +117,8 @@ class Copy:
                 self._marked = True
             self._write_all(data)
         except OSError as exc:
-            self._lose(len(data), now, exc)
+            if data:  # (a copy that could not be made yet is made at the next write)
+                self._lose(len(data), now, exc)
 
     def _write_all(self, data: bytes) -> None:
         assert self._fd is not None

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from neurotui import metrics
+from neurotui import recorded as recorded_alerts
 from neurotui.ui import fmt
 
 SATURATED_CPU = 90.0
@@ -274,3 +275,32 @@ def probe_notes(notes: Sequence[Mapping[str, Any]]) -> Alert | None:
               if "no_batches" in said else None)
     return Alert("probe_notes", "info", "how the automatic probe counts steps",
                  tuple(said.values()), advice)
+
+
+def recorded(alerts: Iterable[Mapping[str, Any]], now: float) -> list[Alert]:
+    """The supervisor's alerts on at `now`, as it recorded them in the session (they hold
+    whether or not anyone watched: a stall in the night is in the replay)."""
+    out = []
+    for key, start in recorded_alerts.active_alerts(alerts, now).items():
+        since = f"recorded by the supervisor at {recorded_alerts.clock(float(start['t']))}"
+        out.append(Alert(key, str(start.get("severity") or "warning"),
+                         str(start.get("title") or key),
+                         (*[str(e) for e in start.get("evidence") or ()], since),
+                         start.get("advice")))
+    return out
+
+
+def lost_data(lost: Sequence[Mapping[str, Any]]) -> Alert | None:
+    """Data the session could not record (a full disk), with what and when."""
+    text = recorded_alerts.lost_text(lost)
+    if text is None:
+        return None
+    return Alert("lost", "warning", "the session lost data", (text,),
+                 "the sessions disk was full or failing: training went on; free space there")
+
+
+def unreadable(problems: str) -> Alert:
+    """Lines of the session's files that could not be read (the reader's summary, with file
+    and line): an alert like any other, so it is seen where the session is shown."""
+    return Alert("session-files", "warning", "unreadable lines in the session's files",
+                 (problems,), "they were skipped; everything else in the session is shown")

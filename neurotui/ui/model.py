@@ -276,10 +276,11 @@ class DashboardModel:
             self._alerts = tuple(a for a in found if a is not None)
             self._alerts_phase = phase
             self._alerts_budget.spent(started)
+        problems = reader.problems.summary()
+        alerts = self._alerts + ((rules.unreadable(problems),) if problems else ())
         return DashboardState(now=now, header=header, throughput=throughput,
-                              accelerator=accel, host=host, procs=procs, alerts=self._alerts,
-                              ranks=tuple(sorted(self.steps.ranks)),
-                              problems=reader.problems.summary())
+                              accelerator=accel, host=host, procs=procs, alerts=alerts,
+                              ranks=tuple(sorted(self.steps.ranks)), problems=problems)
 
     def _take_new_steps(self) -> int:
         """The steps the reader took in since the last call; returns how many."""
@@ -459,7 +460,7 @@ class DashboardModel:
         recent = self.steps.steady_recent()
         procs = self.reader.last("procs")
         last_steps = {r: v.last_step for r, v in self.steps.latest().items()}
-        return [
+        found = [
             rules.exited(self.reader.meta, events.get("proc_exit", []), phase),
             rules.stalled(silent, {r: m for r, (m, _) in medians.items()}, last_steps),
             rules.cpu_bound_input(events.get("host", ()), events.get(accel_kind, ()), procs,
@@ -470,7 +471,12 @@ class DashboardModel:
             rules.restarts(events.get("restart", [])),
             rules.probe_notes(events.get("probe_info", ())),
             _warnings(events.get("warning", [])),
+            rules.lost_data([r for r in events.get("lost", ()) if float(r["t"]) <= now]),
         ]
+        # What the supervisor recorded, unless this model raised the same alert itself.
+        keys = {a.key for a in found if a is not None}
+        return found + [a for a in rules.recorded(events.get("alert", ()), now)
+                        if a.key not in keys]
 
 
 def process_tree(procs: list[Mapping[str, Any]]) -> list[ProcRow]:

@@ -129,15 +129,37 @@ def test_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[1].split() == [
         "20260101-100000-trn1", "completed", "trn1.2xlarge", "1x", "Trainium", "2/2", "32", "4",
         "10.1", "s", "100.0", "ms", "100.0", "ms", "320.0", "$1.34375", "857,302", "285,767",
-        "1.00x"]
+        "1.00x", "n/a"]
     assert lines[2].split() == [
         "20260101-110000-inf2", "completed", "inf2.xlarge", "1x", "Inferentia2", "2/2", "32",
         "2", "10.1", "s", "127.5", "ms", "127.5", "ms", "251.0", "$0.7582", "1,191,677",
-        "463,935", "1.39x"]
+        "463,935", "1.39x", "n/a"]
     assert lines[3].split() == [
         "20260101-120000-laptop", "completed", "n/a", "n/a", "2", "32", "n/a", "10.0", "s",
-        "50.0", "ms", "50.0", "ms", "640.0", "n/a", "n/a", "n/a", "n/a"]
+        "50.0", "ms", "50.0", "ms", "640.0", "n/a", "n/a", "n/a", "n/a", "n/a"]
     assert "against 20260101-100000-trn1" in out
+
+
+def test_alerts_and_losses_the_session_recorded_are_counted(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = make_session(root, "20260101-130000-stalled", instance=None, price=None, dt=0.1,
+                     records_alerts=True)
+    with open(d / layout.EVENTS, "a") as f:
+        for t, state in ((1003.0, "start"), (1004.0, "end"), (1005.0, "start"),
+                         (1005.5, "start"), (1006.0, "end")):
+            f.write(json.dumps({"t": t, "kind": "alert", "key": "stalled", "state": state,
+                                "severity": "error", "title": "no progress"}) + "\n")
+        f.write(json.dumps({"t": 1007.0, "kind": "lost", "what": "events", "count": 12,
+                            "from": 1005.0, "to": 1006.0, "error": "No space left on device"})
+                + "\n")
+    code, out, _ = cli(root, "stalled", "laptop", "--format", "json", capsys=capsys)
+    assert code == 0
+    stalled, laptop = json.loads(out)
+    assert stalled["alerts"] == 2 and stalled["alerts_by_key"] == "stalled x2"
+    assert stalled["lost"].startswith("lost 12 events (No space left on device, ")
+    assert laptop["alerts"] is None and laptop["lost"] is None  # recorded before alerts were
+    code, out, _ = cli(root, "stalled", capsys=capsys)
+    assert "20260101-130000-stalled: alerts: stalled x2; lost 12 events" in out
 
 
 def test_markdown(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,8 +168,8 @@ def test_markdown(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [[c.strip() for c in line.strip("|").split("|")]
             for line in out.splitlines() if line.startswith("|")]
     header, rule, trn1, inf2, laptop = rows
-    assert header[0] == "session" and header[-1] == "relative"
-    assert rule[0] == "---" and rule[-1] == "---:"
+    assert header[0] == "session" and header[-2:] == ["relative", "alerts"]
+    assert rule[0] == "---" and rule[-2] == "---:"
     cells = dict(zip(header, inf2, strict=True))
     assert cells["samples/$"] == "1,191,677" and cells["relative"] == "1.39x"
     assert cells["price/h"] == "$0.7582" and cells["step median"] == "127.5 ms"

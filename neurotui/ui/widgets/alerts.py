@@ -59,6 +59,4 @@ class AlertsPanel(Panel):
                 out.extend(wrapped(f"{arrow} {alert.advice}", width, MUTED, top - 70,
                                    indent="     ", first_indent="  ",
                                    max_lines=2 if compact else None))
-        if problems:
-            out.extend(wrapped(f"session files: {visible_text(problems)}", width, MUTED, 5))
         return out

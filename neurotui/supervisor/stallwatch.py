@@ -1,0 +1,146 @@
+"""The supervisor's watch for ranks that stopped making progress, whoever is looking.
+
+It sees every step the session records: the step lines it parses itself, and the probe files
+the ranks write (read on from where it stopped, once a second). A rank is stalled when its
+best source (probe, then automatic probe, then log lines; as the reader keeps them) has had no
+step for `STALL_FACTOR` x its median step time and at least `MIN_STALL_S`, as
+metrics.stalled_ranks judges it; a compile line restarts the clock. Light on purpose (no
+pandas): the supervisor runs beside training for days.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_STALL_FACTOR, DEFAULT_WARMUP_STEPS
+from neurotui.session import layout
+from neurotui.session.tailing import read_new_lines
+from neurotui.supervisor.alerting import Raised
+
+_PRECEDENCE = ("probe", "auto", "log")
+_KEPT = 256  # step times per rank and source: the median of the recent past
+_MAX_READ = 1 << 20
+
+
+@dataclass
+class _Track:
+    last_t: float
+    last_step: int
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=_KEPT))
+    """Step times past warm-up (or, until there are some, of warm-up)."""
+    past_warmup: bool = False
+
+    def add(self, t: float, step: int) -> None:
+        if step > self.last_step and t > self.last_t:
+            time_per_step = (t - self.last_t) / (step - self.last_step)
+            if step > DEFAULT_WARMUP_STEPS and not self.past_warmup:
+                self.past_warmup = True
+                self.times.clear()  # warm-up's times were only a stand-in
+            self.times.append(time_per_step)
+        self.last_t, self.last_step = max(self.last_t, t), max(self.last_step, step)
+
+
+@dataclass
+class _Tail:
+    offset: int = 0
+    pending: bytes = b""
+
+
+class StallWatch:
+    def __init__(self, session_dir: Path, attempt: int = 0) -> None:
+        self.session_dir = session_dir
+        self.attempt = attempt
+        self._tracks: dict[tuple[int, str], _Track] = {}
+        self._tails: dict[Path, _Tail] = {}
+        self._compiled_at: dict[int | None, float] = {}
+
+    def new_attempt(self, attempt: int) -> None:
+        """A restart: the steps count from the start again."""
+        self.attempt = attempt
+        self._tracks.clear()
+        self._compiled_at.clear()
+
+    def skip_history(self) -> None:
+        """Read the probe files on from their current ends (an adopting supervisor: the
+        steps before it came are history, and a long run's files are large)."""
+        for path in self._probe_files():
+            with contextlib.suppress(OSError):
+                self._tails[path] = _Tail(path.stat().st_size)
+
+    def step(self, rank: int, step: int, t: float, src: str) -> None:
+        track = self._tracks.get((rank, src))
+        if track is None:
+            self._tracks[(rank, src)] = _Track(t, step)
+        else:
+            track.add(t, step)
+
+    def compiled(self, rank: int | None, t: float) -> None:
+        self._compiled_at[rank] = max(t, self._compiled_at.get(rank, t))
+
+    def read_probes(self) -> None:
+        """Take the steps the ranks wrote into their probe files since the last call."""
+        for path in self._probe_files():
+            tail = self._tails.setdefault(path, _Tail())
+            try:
+                lines, tail.offset, tail.pending = read_new_lines(
+                    path, tail.offset, tail.pending, _MAX_READ)
+            except OSError:
+                continue
+            for raw in lines:
+                self._take_probe_line(raw)
+
+    def _probe_files(self) -> list[Path]:
+        return [*layout.probe_files(self.session_dir).values(),
+                *layout.probe_files(self.session_dir, auto=True).values()]
+
+    def _take_probe_line(self, raw: bytes) -> None:
+        if b'"step"' not in raw:
+            return
+        with contextlib.suppress(ValueError, TypeError, OverflowError):
+            record = json.loads(raw)
+            if not isinstance(record, dict) or record.get("kind") != "step" or \
+                    record.get("attempt", 0) != self.attempt:
+                return
+            self.step(int(record.get("rank") or 0), int(record["step"]), float(record["t"]),
+                      str(record.get("src") or "probe"))
+
+    def stalled(self, now: float) -> dict[int, tuple[float, float, int]]:
+        """Stalled ranks -> (seconds without a step, median step time, last step)."""
+        best: dict[int, _Track] = {}
+        for src in reversed(_PRECEDENCE):  # the better source overwrites
+            for (rank, source), track in self._tracks.items():
+                if source == src:
+                    best[rank] = track
+        any_rank = self._compiled_at.get(None, float("-inf"))
+        out = {}
+        for rank, track in best.items():
+            if not track.times:
+                continue
+            median = statistics.median(track.times)
+            seen = max(track.last_t, self._compiled_at.get(rank, float("-inf")), any_rank)
+            silence = now - seen
+            if silence > max(DEFAULT_MIN_STALL_S, DEFAULT_STALL_FACTOR * median):
+                out[rank] = (silence, median, track.last_step)
+        return out
+
+    def alert(self, now: float) -> Raised | None:
+        silent = self.stalled(now)
+        if not silent:
+            return None
+        evidence = tuple(
+            f"rank {rank}: no step for {silence:.0f} s = {silence / median:.0f}x its median "
+            f"step {_seconds(median)}; last step {last}"
+            for rank, (silence, median, last) in sorted(silent.items(),
+                                                         key=lambda kv: -kv[1][0])[:8])
+        ranks = ", ".join(str(r) for r in sorted(silent))
+        return Raised("error", f"no progress on rank(s) {ranks}", evidence,
+                      "look at the rank's log and its process (CPU at 0% or 100%? stopped?)")
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"

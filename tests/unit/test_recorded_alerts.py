@@ -1,0 +1,92 @@
+"""The supervisor's own alerts: a stall judged from every step source it sees, recorded as it
+starts and ends, and read back the same way by headless, the dashboard, replay and compare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from neurotui import recorded
+from neurotui.session.writer import EventWriter
+from neurotui.supervisor.alerting import AlertRecorder, Raised
+from neurotui.supervisor.stallwatch import StallWatch
+
+
+def steps(watch: StallWatch, rank: int, src: str, count: int, every: float,
+          t0: float = 0.0) -> float:
+    for i in range(1, count + 1):
+        watch.step(rank, i, t0 + i * every, src)
+    return t0 + count * every
+
+
+def test_a_rank_is_stalled_after_ten_medians_and_ten_seconds(tmp_path: Path) -> None:
+    watch = StallWatch(tmp_path)
+    last = steps(watch, 0, "log", 30, 0.5)
+    steps(watch, 1, "log", 30, 0.5)
+    assert watch.stalled(last + 4.9) == {}  # 10 x 0.5 s is not yet 10 s
+    got = watch.stalled(last + 10.5)
+    assert set(got) == {0, 1}
+    silence, median, last_step = got[0]
+    assert silence == 10.5 and median == 0.5 and last_step == 30
+    watch.compiled(None, last + 10.0)  # a compile (of no rank) restarts every clock
+    assert watch.stalled(last + 10.5) == {}
+
+
+def test_the_best_source_of_a_rank_is_judged(tmp_path: Path) -> None:
+    watch = StallWatch(tmp_path)
+    last = steps(watch, 0, "probe", 30, 0.2)
+    steps(watch, 0, "log", 5, 0.2)  # a log that stopped long ago does not make a stall
+    assert watch.stalled(last + 5) == {}
+
+
+def test_probe_files_are_read_on_and_other_attempts_ignored(tmp_path: Path) -> None:
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    lines = [{"t": float(i), "kind": "step", "rank": 2, "step": i, "src": "auto",
+              "attempt": 1} for i in range(1, 21)]
+    lines.append({"t": 99.0, "kind": "step", "rank": 2, "step": 50, "src": "auto",
+                  "attempt": 0})
+    (probe / "auto-rank-2.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in lines) + "garbage\n{\"kind\": \"step\"")
+    watch = StallWatch(tmp_path, attempt=1)
+    watch.read_probes()
+    assert set(watch.stalled(20 + 10.5)) == {2}
+    assert watch.stalled(20 + 10.5)[2][2] == 20
+
+
+def test_alerts_are_written_as_they_start_change_and_end(tmp_path: Path) -> None:
+    writer = EventWriter(tmp_path / "events.jsonl")
+    alerts = AlertRecorder(writer)
+    one = Raised("error", "no progress on rank(s) 1", ("rank 1: no step for 12 s",))
+    alerts.update("stalled", one, 1.0)
+    alerts.update("stalled", Raised("error", one.title, ("rank 1: no step for 13 s",)), 2.0)
+    alerts.update("stalled", Raised("error", "no progress on rank(s) 1, 2", ()), 3.0)
+    alerts.update("stalled", None, 4.0)
+    alerts.update("disk-low", Raised("warning", "sessions disk nearly full", ()), 5.0)
+    alerts.end_all(6.0, why="the job completed")
+    writer.close()
+    got = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(r["t"], r["key"], r["state"]) for r in got] == [
+        (1.0, "stalled", "start"), (3.0, "stalled", "start"), (4.0, "stalled", "end"),
+        (5.0, "disk-low", "start"), (6.0, "disk-low", "end")]
+    assert recorded.alert_episodes(got) == {"stalled": 1, "disk-low": 1}
+    assert set(recorded.active_alerts(got, 3.5)) == {"stalled"}
+    assert recorded.active_alerts(got, 3.5)["stalled"]["title"] == "no progress on rank(s) 1, 2"
+    assert recorded.active_alerts(got) == {}
+    assert recorded.notice(got[0]) == ("neurotui: alert (error): no progress on rank(s) 1: "
+                                       "rank 1: no step for 12 s")
+    assert recorded.notice(got[-1]) == "neurotui: alert over: disk-low (the job completed)"
+
+
+def test_losses_are_summed_by_what() -> None:
+    lost = [{"t": 9, "kind": "lost", "what": "events", "count": 3, "from": 1, "to": 2,
+             "error": "No space left on device"},
+            {"t": 9, "kind": "lost", "what": "log", "bytes": 1000, "from": 1, "to": 3,
+             "error": "No space left on device"},
+            {"t": 9, "kind": "lost", "what": "probe steps", "count": 7, "from": 2, "to": 3}]
+    assert recorded.lost_totals(lost) == {"events": 3, "log bytes": 1000, "probe steps": 7}
+    text = recorded.lost_text(lost)
+    assert text is not None
+    assert text.startswith("lost 3 events, 1,000 log bytes, 7 probe steps "
+                           "(No space left on device, ")
+    assert recorded.lost_text([]) is None
