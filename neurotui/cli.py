@@ -344,6 +344,7 @@ def cmd_ls(root: Path) -> int:
     print(f"{'SESSION':44} {'STATE':13} {'DURATION':>9}  COMMAND")
     for path in sessions:
         status = session_status(path)
+        take_leftovers_of_lost(path, status.state)
         try:
             meta = SessionReader(path).meta
         except SessionFormatError as exc:
@@ -366,10 +367,25 @@ def display_settings(args: argparse.Namespace) -> dict[str, Any]:
             "theme": f"neurotui-{args.theme}" if args.theme else None}
 
 
+def take_leftovers_of_lost(session_dir: Path, state: str) -> None:
+    """A lost session's output still in memory goes into its logs/ (supervisor/leftovers.py)."""
+    if state != "lost":
+        return
+    from neurotui.supervisor.leftovers import take_leftovers
+
+    try:
+        done = take_leftovers(session_dir)
+    except (OSError, ValueError) as exc:
+        done = f"could not take its leftover output from memory: {exc}"
+    if done:
+        print(f"neurotui: {session_dir.name}: {done}", file=sys.stderr)
+
+
 def cmd_attach(args: argparse.Namespace, root: Path) -> int:
     session_dir = find_session(root, args.session)
-    if session_status(session_dir).state == "unsupervised" and \
-            not getattr(args, "no_adopt", False):
+    state = session_status(session_dir).state
+    take_leftovers_of_lost(session_dir, state)
+    if state == "unsupervised" and not getattr(args, "no_adopt", False):
         problem = adopt(session_dir)
         print(f"neurotui: {problem}" if problem else "neurotui: its supervisor had died; a new "
               "one adopted the running job", file=sys.stderr)
@@ -379,6 +395,7 @@ def cmd_attach(args: argparse.Namespace, root: Path) -> int:
 def cmd_replay(args: argparse.Namespace, root: Path) -> int:
     session_dir = find_session(root, args.session)
     SessionReader(session_dir)  # a clear error now for a folder that is not a session
+    take_leftovers_of_lost(session_dir, session_status(session_dir).state)
     if not on_a_terminal():
         print("neurotui: replay needs a terminal; `neurotui compare` and `neurotui export` "
               "work without one", file=sys.stderr)

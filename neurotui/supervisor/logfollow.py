@@ -280,17 +280,9 @@ class LogFollower:
             self._tell_if_no_steps(now)
 
     def _record_pending_losses(self, now: float) -> None:
-        """Steps a rank's probe could not write and could not say so before the job ended
-        (the disk was full to the end): the probe left the count in the spool."""
-        if self.spool_dir is None:
-            return
-        for path in sorted(self.spool_dir.glob("lost-*.json")):
-            with contextlib.suppress(OSError, ValueError):
-                loss = json.loads(path.read_text())
-                if isinstance(loss, dict) and loss.pop("kind", None) == "lost":
-                    loss.pop("t", None)
-                    self.writer.write("lost", t=now, **loss, said_by="supervisor")
-                path.unlink()
+        if self.spool_dir is not None:
+            for loss in spool.pending_losses(self.spool_dir):
+                self.writer.write("lost", t=now, **loss, said_by="supervisor")
 
     def _tell_if_no_steps(self, now: float) -> None:
         """Say so, once, when the job printed for a while and no step was found anywhere."""
@@ -454,7 +446,7 @@ class LogFollower:
                 self.stalls.step(rank, step, now, "log")
             self._steps_written += 1
         elif isinstance(record, CompileLine):
-            self.writer.write("compile", t=now, rank=rank, what=record.what, line=line[:2000])
+            self.writer.write("compile", t=now, rank=rank, what=record.what, line=_capped(line))
             if self.stalls is not None:
                 self.stalls.compiled(rank, now)
 

@@ -19,10 +19,13 @@ import contextlib
 import ctypes
 import errno
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
+from neurotui.session.layout import LOGS_DIR
 from neurotui.supervisor.control import is_private, private_folder
 
 _FALLOC_FL_KEEP_SIZE = 0x01
@@ -162,3 +165,37 @@ class Copy:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
+
+
+def pending_losses(spool_dir: Path) -> list[dict[str, Any]]:
+    """Steps a rank's probe could not write and could not say so before the job ended (the
+    disk was full to the end): the counts it left in the spool, taken (and removed)."""
+    found = []
+    for path in sorted(spool_dir.glob("lost-*.json")):
+        with contextlib.suppress(OSError, ValueError):
+            loss = json.loads(path.read_text())
+            if isinstance(loss, dict) and loss.pop("kind", None) == "lost":
+                loss.pop("t", None)
+                found.append(loss)
+            path.unlink()
+    return found
+
+
+def salvage(session_dir: Path, spool_dir: Path, read_marks: dict[str, int] | None) -> int:
+    """The spool of a session whose supervisor died and whose job then ended, unadopted: copy
+    what the job wrote after the last mark into the session's logs/, then free the memory.
+    Returns the bytes copied. Raises OSError (no right to write the session, a full disk)."""
+    copied = 0
+    for path in sorted(spool_dir.rglob("*.log")):
+        name = f"{LOGS_DIR}/{path.relative_to(spool_dir).as_posix()}"
+        with open(path, "rb") as source:
+            start = (read_marks or {}).get(name, 0)
+            with contextlib.suppress(OSError):  # read memory given back is a hole: skipped
+                start = max(start, os.lseek(source.fileno(), start, os.SEEK_DATA))
+            source.seek(start)
+            target = session_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "ab") as out:
+                copied += out.write(source.read())
+    remove(spool_dir)
+    return copied

@@ -33,7 +33,9 @@ JOB = textwrap.dedent("""
     import json, os, sys, time
     ranks, rate, seconds = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
     truth = sys.argv[4]
-    root = os.path.join(os.environ["NEUROTUI_SESSION"], "logs", "torchrun", "bench", "attempt_0")
+    # Where torchrun's --log-dir points: the spool in memory (or the session's logs/).
+    logs = os.environ.get("NEUROTUI_SPOOL") or os.path.join(os.environ["NEUROTUI_SESSION"], "logs")
+    root = os.path.join(logs, "torchrun", "bench", "attempt_0")
     files = []
     for r in range(ranks):
         os.makedirs(os.path.join(root, str(r)), exist_ok=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import session_status
 from tests.e2e.conftest import (
@@ -85,6 +86,15 @@ def test_training_survives_the_supervisor_being_killed(sessions) -> None:
     recorded = SessionReader(session).load().steps()
     assert recorded.groupby("rank")["step"].max().to_dict() == {0: steps, 1: steps}
     assert session_status(session).state == "lost"
+    # What the job printed unsupervised waits in memory (the spool) until a command finds
+    # the session lost: then it is copied into the session's logs, and the memory freed.
+    spool = Path(meta(session)["spool"])
+    assert spool.is_dir()
+    listed = run_cli(sessions, "ls")
+    assert "bytes of output it left in memory were copied into logs/" in listed.stderr
+    assert not spool.exists() and meta(session)["spool"] is None
+    rank0 = layout.rank_log_files(session)[0]
+    assert any("runner: done" in p.read_text() for p in rank0)
 
 
 def test_sigterm_to_the_supervisor_leaves_training_running(sessions) -> None:
