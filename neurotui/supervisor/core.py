@@ -257,6 +257,8 @@ class Supervisor:
                     restart |= self._serve_one()
                     return restart  # a stop or restart is acted on at once
                 self._guarded("reading the job's logs", self.follower.on_change, time.time())
+                if (pause := self.follower.pause_s) > 0:  # busy logs: read in batches
+                    time.sleep(max(0.0, min(pause, until - time.time())))
         return restart
 
     def _wait_backoff(self, delay: float) -> bool:
