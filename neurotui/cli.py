@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from neurotui import __version__, compare, export, patterns
+from neurotui import __version__, compare_command, export, patterns
 from neurotui.metrics import finite_or_none
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--restart", action="store_true", help="stop and start it again")
     stop.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
 
-    compare.add_parser(sub)
+    compare_command.add_parser(sub)
     export.add_parser(sub)
     patterns.add_parser(sub)
     return p
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "replay":
             return cmd_replay(args, root)
         if args.command == "compare":
-            return compare.run(args, root)
+            return compare_command.run(args, root)
         if args.command == "export":
             return export.run(args, root)
         if args.command == "patterns":
@@ -407,21 +407,14 @@ def cmd_replay(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_stop(args: argparse.Namespace, root: Path) -> int:
-    from neurotui.supervisor import control, direct_stop
+    from neurotui.supervisor.direct_stop import stop_job
 
     session_dir = find_session(root, args.session, running_only=True)
-    request = {"cmd": "restart" if args.restart else "stop", "by": "cli"}
-    try:
-        control.send(session_dir, request)
-    except (OSError, ValueError) as exc:
-        refused = isinstance(exc, control.ControlRefused)
-        why = f"the control socket is not to be trusted ({exc})" if refused \
-            else "no supervisor answers"
-        if args.restart:
-            print(f"neurotui: {why}; cannot restart", file=sys.stderr)
-            return 1
-        print(f"neurotui: {why}; stopping the job directly", file=sys.stderr)
-        return direct_stop.stop_unsupervised(session_dir)
+    answer = stop_job(session_dir, by="cli", restart=args.restart, going_direct=lambda why:
+                      print(f"neurotui: {why}", file=sys.stderr, flush=True))
+    if not answer.ok or answer.direct:
+        print(f"neurotui: {answer.message}", file=sys.stdout if answer.ok else sys.stderr)
+        return 0 if answer.ok else 1
     if args.restart:
         print(f"neurotui: restarting {session_dir.name}")
         return 0

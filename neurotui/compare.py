@@ -6,21 +6,20 @@ dollar (steady and all-in) and price-performance relative to a baseline session.
 come from neurotui.summary.summarize, so compare, the dashboard and meta.json's summary agree.
 A figure that cannot be known is missing (None / NaN / "n/a"), never 0.
 
-`neurotui compare S1 S2 ... [--baseline S] [--format table|markdown|csv|json]`;
+`neurotui compare S1 S2 ... [--baseline S] [--format table|markdown|csv|json]` (the command:
+compare_command.py);
 `compare_frame()` gives the rows as a DataFrame and `throughput_overlay()` the samples/s
 curves of several runs on one time axis, for the dashboard's compare screen.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
 import math
 import re
 import shlex
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,11 +31,9 @@ import pandas as pd
 
 from neurotui import metrics, recorded
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
-from neurotui.session.paths import SessionNotFound, find_session
-from neurotui.session.reader import SessionFormatError, SessionReader
+from neurotui.session.reader import SessionReader
 from neurotui.session.status import session_status
 from neurotui.summary import summarize
-from neurotui.ui import on_a_terminal
 
 FORMATS = ("table", "markdown", "csv", "json")
 MISSING = "n/a"
@@ -453,75 +450,3 @@ RENDERERS = {"table": render_table, "markdown": render_markdown, "csv": render_c
 
 def render(rows: Sequence[dict[str, Any]], fmt: str = "table") -> str:
     return RENDERERS[fmt](rows)
-
-
-# -- command line -------------------------------------------------------------------------
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "compare", help="compare runs side by side (throughput, samples per dollar)",
-        description="One row per session: instance, cores, batch, compile time, steady step "
-                    "time, throughput, price and samples per dollar, relative to a baseline.")
-    p.add_argument("sessions", nargs="*", metavar="SESSION",
-                   help="folder name under sessions/ or any unique part of it")
-    p.add_argument("--baseline", metavar="SESSION",
-                   help="the session the others are measured against (default: the first)")
-    p.add_argument("--format", choices=FORMATS, default="table")
-    p.add_argument("--tui", action="store_true",
-                   help="pick and compare sessions on screen (the dashboard's compare screen)")
-    return p
-
-
-def run(args: argparse.Namespace, root: Path) -> int:
-    """`neurotui compare`: 0 when every session was read; 1 when some could not be (named on
-    stderr, the others still compared); 2 when a name matches no session or none is read."""
-    if not args.sessions and not args.tui:
-        print("neurotui: compare needs at least one SESSION (or --tui to pick on screen)",
-              file=sys.stderr)
-        return 2
-    try:
-        paths = _unique([find_session(root, name) for name in args.sessions])
-        named_base = find_session(root, args.baseline) if args.baseline else None
-    except SessionNotFound as exc:
-        print(f"neurotui: {exc}", file=sys.stderr)
-        return 2
-    if args.tui:
-        return _run_tui(root, paths, named_base)
-    base_path = named_base or paths[0]
-    if base_path not in paths:
-        paths.insert(0, base_path)
-    loaded: list[LoadedSession] = []
-    failed = 0
-    for path in paths:
-        try:
-            loaded.append(load_session(path))
-        except SessionFormatError as exc:
-            print(f"neurotui: cannot compare {path.name}: {exc}", file=sys.stderr)
-            failed += 1
-    if not loaded:
-        return 2
-    for s in loaded:
-        if s.problems:
-            print(f"neurotui: {s.path}: {s.problems}", file=sys.stderr)
-    names = [s.path for s in loaded]
-    baseline = names.index(base_path) if base_path in names else 0
-    if base_path not in names:
-        print(f"neurotui: baseline {base_path.name} unreadable; relative to {names[0].name}",
-              file=sys.stderr)
-    sys.stdout.write(render(compare_rows(loaded, baseline), args.format))
-    return 1 if failed else 0
-
-
-def _run_tui(root: Path, chosen: list[Path], baseline: Path | None) -> int:
-    if not on_a_terminal():
-        print("neurotui: compare --tui needs a terminal; without it, compare prints the table",
-              file=sys.stderr)
-        return 2
-    from neurotui.ui.compare_app import run_compare_app  # Textual only for the screen
-
-    return run_compare_app(root, chosen, baseline=baseline)
-
-
-def _unique(paths: list[Path]) -> list[Path]:
-    """Each session once (named twice, or by two unique parts), in the order given."""
-    return list(dict.fromkeys(paths))

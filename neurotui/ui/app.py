@@ -316,22 +316,16 @@ class DashboardApp(App[int]):
 
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop_worker(self) -> None:
-        from neurotui.supervisor import control, direct_stop
+        from neurotui.supervisor.direct_stop import stop_job
 
         try:
-            control.send(self.session_dir, {"cmd": "stop", "by": "dashboard"})
-        except (OSError, ValueError):
-            # No supervisor answers: stop the job directly, with the same escalation.
-            try:
-                code = direct_stop.stop_unsupervised(self.session_dir)
-            except Exception as exc:
-                self.post_message(JobActionAnswered(False, f"could not stop the job: {exc}"))
-                return
-            self.post_message(JobActionAnswered(code == 0, "stopped (no supervisor answered)"
-                                           if code == 0 else "the job was not running"))
+            answer = stop_job(self.session_dir, by="dashboard")
+        except Exception as exc:  # a session folder gone, unreadable meta.json, ...
+            self.post_message(JobActionAnswered(False, f"could not stop the job: {exc}"))
             return
-        self.post_message(JobActionAnswered(True, "stop requested: SIGINT, then SIGTERM, then "
-                                             "SIGKILL; the dashboard shows when it ends"))
+        message = ("stopped (no supervisor answered)" if answer.direct and answer.ok else
+                   answer.message + ("; the dashboard shows when it ends" if answer.ok else ""))
+        self.post_message(JobActionAnswered(answer.ok, message))
 
     def action_adopt(self) -> None:
         self.notify("starting a new supervisor for the job...")

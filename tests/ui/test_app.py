@@ -133,7 +133,7 @@ async def test_stop_without_supervisor_stops_directly(ref: Path,
     direct: list[Path] = []
     monkeypatch.setattr("neurotui.supervisor.control.send", refuse)
     monkeypatch.setattr("neurotui.supervisor.direct_stop.stop_unsupervised",
-                        lambda d: direct.append(d) or 0)
+                        lambda d, by: direct.append(d) or True)
     app = make_app(ref)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -20,7 +20,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from neurotui import compare
+from neurotui import compare, compare_command
 from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 
@@ -73,8 +73,8 @@ def root(tmp_path: Path) -> Path:
 
 def cli(root: Path, *argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="neurotui")
-    compare.add_parser(parser.add_subparsers(dest="command"))
-    code = compare.run(parser.parse_args(["compare", *argv]), root)
+    compare_command.add_parser(parser.add_subparsers(dest="command"))
+    code = compare_command.run(parser.parse_args(["compare", *argv]), root)
     out, err = capsys.readouterr()
     return code, out, err
 
