@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from neurotui import __version__, compare_command, export, patterns
+from neurotui import __version__, compare_command, export, fmt, patterns
 from neurotui.metrics import finite_or_none
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
@@ -34,7 +34,7 @@ from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 from neurotui.supervisor import spool
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
 from neurotui.supervisor.spawn import adopt, start_supervisor
-from neurotui.ui import fmt, on_a_terminal
+from neurotui.terminal import on_a_terminal
 
 _VERSIONED = {"torch": "torch", "torch_xla": "torch-xla", "torch_neuronx": "torch-neuronx",
               "neuronx_cc": "neuronx-cc", "timm": "timm"}

@@ -11,7 +11,7 @@ from typing import Any
 from neurotui import compare
 from neurotui.session.paths import SessionNotFound, find_session
 from neurotui.session.reader import SessionFormatError
-from neurotui.ui import on_a_terminal
+from neurotui.terminal import on_a_terminal
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

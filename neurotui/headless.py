@@ -7,9 +7,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from neurotui import metrics, recorded
+from neurotui import fmt, metrics, recorded
 from neurotui.session.reader import SessionReader
-from neurotui.ui import fmt
 
 
 def progress_line(reader: SessionReader, now: float) -> str:

@@ -1,14 +1,5 @@
-"""The live dashboard: a Textual app over one session folder (see app.py).
-
-UI-free parts (clock, model, alerts, history, log tail, text safety, formatting) sit beside
-the Textual parts so they can be tested and reused without a terminal.
+"""The Textual views: the dashboard app (app.py), replay (replay.py), the compare screen
+(screens/compare.py), their widgets and styles. Every module here imports Textual; what the
+views show comes from the live model (neurotui.live), formatted by neurotui.fmt, with text from
+the session made safe by neurotui.textsafe and charts drawn by neurotui.charts.
 """
-
-from __future__ import annotations
-
-import sys
-
-
-def on_a_terminal() -> bool:
-    """Whether a full-screen view can run: keys come from, and the screen goes to, a terminal."""
-    return sys.stdout.isatty() and sys.stdin.isatty()

@@ -28,13 +28,13 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from neurotui.live.clock import Clock, WallClock
+from neurotui.live.logtail import LAUNCHER, STREAMS, LogChoice, ShownLogFollower
+from neurotui.live.memory import Trimmer
+from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.session.reader import SessionFormatError, SessionReader
 from neurotui.session.status import SessionStatus
-from neurotui.ui.clock import Clock, WallClock
-from neurotui.ui.logtail import LAUNCHER, STREAMS, LogChoice, LogFollower
-from neurotui.ui.memory import Trimmer
 from neurotui.ui.messages import JobActionAnswered, LogLines, StateUpdated
-from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.ui.screens.compare import CompareScreen
 from neurotui.ui.screens.confirm_stop import ConfirmStop
 from neurotui.ui.screens.dashboard import DashboardScreen
@@ -91,7 +91,7 @@ class DashboardApp(App[int]):
             SessionReader(self.session_dir, telemetry_history=TELEMETRY_HISTORY), self.clock,
             status=status)
         self.interval_s = interval_s
-        self.follower = LogFollower(self.session_dir)
+        self.follower = ShownLogFollower(self.session_dir)
         self._trimmer = Trimmer()
         self.log_choice: LogChoice | None = None  # None: let the follower pick
         self.last_state: DashboardState | None = None

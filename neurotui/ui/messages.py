@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from neurotui.ui.logtail import LogChoice
-from neurotui.ui.model import DashboardState
+from neurotui.live.logtail import LogChoice
+from neurotui.live.model import DashboardState
 
 
 class StateUpdated(Message):

@@ -21,16 +21,16 @@ from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from neurotui import fmt
+from neurotui.charts import bar
+from neurotui.live.clock import ReplayClock
+from neurotui.live.logtail import LogChoice
+from neurotui.live.model import DashboardModel
 from neurotui.session.reader import LOG_OFFSETS
-from neurotui.session.replay import Timeline, TimelineView, parse_position
 from neurotui.session.status import SessionStatus
-from neurotui.ui import fmt
+from neurotui.session.timeline import Timeline, TimelineView, parse_position
 from neurotui.ui.app import DEFAULT_INTERVAL_S, DashboardApp, env_interval
-from neurotui.ui.charts import bar
-from neurotui.ui.clock import ReplayClock
-from neurotui.ui.logtail import LogChoice
 from neurotui.ui.messages import LogLines
-from neurotui.ui.model import DashboardModel
 from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HELP, REPLAY_HELP, HelpScreen
 from neurotui.ui.widgets.logs import LogPanel

@@ -23,7 +23,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.standins import replay  # noqa: E402
+from tests.standins import tool_captures as replay  # noqa: E402
 
 
 def measure(seconds: float, with_neuron: bool) -> tuple[float, float]:

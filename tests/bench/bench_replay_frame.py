@@ -32,10 +32,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from neurotui.live.clock import FixedClock  # noqa: E402
+from neurotui.live.model import DashboardModel  # noqa: E402
 from neurotui.session.reader import SessionReader  # noqa: E402
-from neurotui.session.replay import Timeline  # noqa: E402
-from neurotui.ui.clock import FixedClock  # noqa: E402
-from neurotui.ui.model import DashboardModel  # noqa: E402
+from neurotui.session.timeline import Timeline  # noqa: E402
 from neurotui.ui.replay import ReplayApp  # noqa: E402
 from tests.bench.bench_replay_load import generate  # noqa: E402
 

@@ -9,7 +9,7 @@ import pytest
 
 from neurotui.session.reader import SessionReader
 from tests.e2e.conftest import meta, only_session, run_cli
-from tests.standins import replay
+from tests.standins import tool_captures as replay
 
 pytestmark = pytest.mark.slow
 

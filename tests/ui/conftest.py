@@ -8,11 +8,11 @@ import pytest
 from textual.app import App
 from textual.pilot import Pilot
 
+from neurotui.live.clock import FixedClock
+from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import SessionStatus
 from neurotui.ui.app import DashboardApp
-from neurotui.ui.clock import FixedClock
-from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel
 from tests.ui.sessions import RUNNING, T0
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from neurotui.live.logtail import LAUNCHER
 from neurotui.session.status import SessionStatus
-from neurotui.ui.logtail import LAUNCHER
 from neurotui.ui.screens.confirm_stop import ConfirmStop
 from neurotui.ui.screens.help import HelpScreen
 from neurotui.ui.widgets.logs import LogPanel
@@ -198,7 +198,7 @@ async def test_empty_session_waits_for_data(tmp_path: Path) -> None:
 
 async def test_follows_appended_steps(tmp_path: Path) -> None:
     """New lines in the session files show up on the next poll (the live path)."""
-    from neurotui.ui.clock import FixedClock
+    from neurotui.live.clock import FixedClock
     from tests.ui.sessions import T0, Recorder
 
     rec = Recorder(tmp_path, "20260101-150000-live")

@@ -21,8 +21,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, SelectionList, Static
 
 import neurotui.ui.screens.compare as compare_screen
+from neurotui import charts
 from neurotui.compare import COLUMNS, compare_rows, format_value
-from neurotui.ui import charts
 from neurotui.ui.compare_app import CompareApp
 from neurotui.ui.screens.compare import MARK_COLUMN, CompareScreen
 from tests.ui.conftest import screen_text, until_drawn

@@ -9,10 +9,10 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from neurotui import charts
+from neurotui.live.logtail import LAUNCHER, LogChoice, LogTail, ShownLogFollower
 from neurotui.session import layout
-from neurotui.ui import charts
-from neurotui.ui.logtail import LAUNCHER, LogChoice, LogFollower, LogTail
-from neurotui.ui.textsafe import ESCAPE_STYLE, safe_text, visible_text
+from neurotui.textsafe import ESCAPE_STYLE, safe_text, visible_text
 from neurotui.ui.widgets.logs import LogPanel
 from tests.ui.sessions import NASTY_LINE, Recorder
 
@@ -59,7 +59,7 @@ def test_tail_bounds_a_line_without_end(tmp_path: Path) -> None:
 
 def test_follower_picks_rank_zero_then_follows_a_restart(tmp_path: Path) -> None:
     rec = Recorder(tmp_path, "20260101-180000-logs")
-    follower = LogFollower(rec.dir, rescan_s=0)
+    follower = ShownLogFollower(rec.dir, rescan_s=0)
     lines, reset = follower.poll(None, 0.0)
     assert follower.choice == LogChoice(LAUNCHER) and lines == [] and reset
     rec.launcher_log(["torchrun up"])
@@ -87,7 +87,7 @@ def test_follower_under_limits_reads_each_file_as_far_as_it_was_written(
     newer.parent.mkdir(parents=True)
     newer.write_text("after the restart\n")
     os.utime(newer.parent.parent.parent, (10**10, 10**10))  # the newer torchrun run
-    follower = LogFollower(rec.dir, rescan_s=0)
+    follower = ShownLogFollower(rec.dir, rescan_s=0)
     assert follower.poll(None, 0.0, {older: 0}) == ([], True)  # nothing written yet
     assert follower.choice == LogChoice(LAUNCHER)
     lines, reset = follower.poll(None, 1.0, {older: 13})  # "first\nsecond\n"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from neurotui.session.replay import Timeline
-from neurotui.ui import fmt
+from neurotui import fmt
+from neurotui.session.timeline import Timeline
 from tests.ui.sessions import reference_session
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from neurotui.collect.telemetry import Telemetry
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
-from tests.standins import replay
+from tests.standins import tool_captures as replay
 
 
 @pytest.fixture

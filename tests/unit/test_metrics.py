@@ -489,7 +489,7 @@ def test_steady_throughput_is_batch_times_ranks_over_step_time(
 
 
 def test_current_throughput_of_steps_without_samples_is_unknown_not_zero() -> None:
-    from neurotui.ui.stepstate import StepState
+    from neurotui.live.stepstate import StepState
 
     steps = pd.DataFrame({"t": [100.0 + i for i in range(5)], "rank": 0, "step": range(1, 6),
                           "samples": np.nan, "loss": np.nan, "dt": 1.0, "attempt": 0})

@@ -40,7 +40,7 @@ from neurotui.compare import (
 )
 from neurotui.session.paths import list_sessions
 from neurotui.session.reader import SessionFormatError
-from neurotui.ui.textsafe import safe_text, visible_text
+from neurotui.textsafe import safe_text, visible_text
 from neurotui.ui.widgets.compare_chart import CompareChart, curves_from_overlay
 from neurotui.ui.widgets.styles import ERROR, LABEL, MUTED, WARN
 

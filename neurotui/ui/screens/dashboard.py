@@ -8,7 +8,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
-from neurotui.ui.model import DashboardState
+from neurotui.live.model import DashboardState
 from neurotui.ui.widgets.accelerator import AcceleratorPanel
 from neurotui.ui.widgets.alerts import AlertsPanel
 from neurotui.ui.widgets.header import SessionHeader

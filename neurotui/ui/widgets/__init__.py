@@ -1,1 +1,1 @@
-"""Dashboard panels, one module per area; each renders a frozen state from ui.model."""
+"""Dashboard panels, one module per area; each renders a frozen state from neurotui.live.model."""

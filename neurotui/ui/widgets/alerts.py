@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.geometry import Size
 
-from neurotui.ui.alerts import Alert
-from neurotui.ui.textsafe import visible_text
+from neurotui.live.alerts import Alert
+from neurotui.textsafe import visible_text
 from neurotui.ui.widgets.panel import Line, Panel
 from neurotui.ui.widgets.styles import MUTED, SEVERITY_MARKS, SEVERITY_STYLES
 from neurotui.ui.widgets.wrap import wrapped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from neurotui.ui import charts
+from neurotui import charts
 from neurotui.ui.widgets.panel import Line
 from neurotui.ui.widgets.styles import LABEL, WARN
 

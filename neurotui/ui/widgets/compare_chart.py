@@ -10,8 +10,8 @@ import pandas as pd
 from textual.content import Content
 from textual.widget import Widget
 
-from neurotui.ui import charts, fmt
-from neurotui.ui.textsafe import visible_text
+from neurotui import charts, fmt
+from neurotui.textsafe import visible_text
 from neurotui.ui.widgets.styles import LABEL, MUTED
 
 MARKS = ("●", "■", "▲", "◆", "○", "□")

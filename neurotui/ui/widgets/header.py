@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
-from neurotui.ui import fmt
-from neurotui.ui.model import HeaderState
+from neurotui import fmt
+from neurotui.live.model import HeaderState
 from neurotui.ui.widgets.styles import ERROR, LABEL, MUTED, PHASE_STYLES, VALUE, WARN
 
 

@@ -7,8 +7,8 @@ import math
 
 from textual.content import Content
 
-from neurotui.ui import charts, fmt
-from neurotui.ui.model import HostState
+from neurotui import charts, fmt
+from neurotui.live.model import HostState
 from neurotui.ui.widgets.cells import heat_lines
 from neurotui.ui.widgets.panel import Line, Panel
 from neurotui.ui.widgets.styles import LABEL, MUTED, VALUE, WARN, usage_style

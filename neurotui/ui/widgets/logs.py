@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from textual.widgets import RichLog
 
-from neurotui.ui.logtail import LogChoice
-from neurotui.ui.textsafe import safe_text
+from neurotui.live.logtail import LogChoice
+from neurotui.textsafe import safe_text
 
 MAX_LINES = 1000
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from neurotui.ui import fmt
-from neurotui.ui.model import ProcRow, ProcsState
+from neurotui import fmt
+from neurotui.live.model import ProcRow, ProcsState
 from neurotui.ui.widgets.panel import Line, Panel
 from neurotui.ui.widgets.styles import LABEL, MUTED, VALUE, WARN, usage_style
 from neurotui.ui.widgets.wrap import wrapped

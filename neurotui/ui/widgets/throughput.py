@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from textual.content import Content
 
-from neurotui.ui import charts, fmt
-from neurotui.ui.model import RankRow, ThroughputState
+from neurotui import charts, fmt
+from neurotui.live.model import RankRow, ThroughputState
 from neurotui.ui.widgets.panel import Line, Panel
 from neurotui.ui.widgets.styles import ACCENT, ERROR, GOOD, LABEL, MUTED, VALUE, WARN
 

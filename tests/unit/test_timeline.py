@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.live.clock import SPEEDS, FixedClock, ReplayClock
+from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
-from neurotui.session.replay import Timeline, parse_position
 from neurotui.session.status import SessionStatus
-from neurotui.ui.clock import SPEEDS, FixedClock, ReplayClock
-from neurotui.ui.model import TELEMETRY_HISTORY, DashboardModel
+from neurotui.session.timeline import Timeline, parse_position
 from tests.ui.sessions import T0, reference_session
 
 REPLAYING = SessionStatus("running", True, "replay")

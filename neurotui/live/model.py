@@ -26,15 +26,15 @@ import numpy as np
 import pandas as pd
 
 from neurotui import metrics
+from neurotui.live import alerts as rules
+from neurotui.live.budget import Budget
+from neurotui.live.clock import Clock
+from neurotui.live.history import HistorySeries
+from neurotui.live.stepstate import RECENT, StepState
 from neurotui.metrics import finite_or_none as _num
 from neurotui.session.reader import SessionReader
-from neurotui.session.replay import TimelineView
 from neurotui.session.status import SessionStatus, session_status
-from neurotui.ui import alerts as rules
-from neurotui.ui.budget import Budget
-from neurotui.ui.clock import Clock
-from neurotui.ui.history import HistorySeries
-from neurotui.ui.stepstate import RECENT, StepState
+from neurotui.session.timeline import TimelineView
 
 TELEMETRY_HISTORY = 40
 """Telemetry samples the reader keeps per kind: the alerts look 30 s back, the panels show the

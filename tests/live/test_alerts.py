@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neurotui.ui import alerts
+from neurotui.live import alerts
 
 
 def host(t: float, cpu: list[float]) -> dict:

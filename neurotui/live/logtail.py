@@ -95,7 +95,7 @@ class LogTail:
         return lines
 
 
-class LogFollower:
+class ShownLogFollower:
     """The log panel's source: follows the wanted choice, and the newest attempt's file.
 
     `wanted=None` means "pick for me": rank 0's stdout once rank logs exist, else the launcher

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from neurotui import metrics
-from neurotui.ui.history import RunHistory
-from neurotui.ui.steady import SteadyTracker
+from neurotui.live.history import RunHistory
+from neurotui.live.steady import SteadyTracker
 
 RECENT = 256
 """Steps kept per rank (25 s at 10 steps/s, all of a slow run's recent past)."""

@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from neurotui import metrics
+from neurotui import fmt, metrics
 from neurotui import recorded as recorded_alerts
-from neurotui.ui import fmt
 
 SATURATED_CPU = 90.0
 IDLE_ACCELERATOR = 40.0

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurotui import metrics
-from neurotui.ui.stepstate import StepState
+from neurotui.live.stepstate import StepState
 
 COLUMNS = ["t", "rank", "step", "samples", "loss", "dt", "src", "attempt"]
 
@@ -103,7 +103,7 @@ def test_a_row_before_its_ranks_last_is_left_out_and_counted() -> None:
 
 
 def test_history_buckets_widen_and_keep_totals() -> None:
-    from neurotui.ui.history import RunHistory
+    from neurotui.live.history import RunHistory
 
     h = RunHistory(0.0, max_buckets=8, bucket_s=1.0)
     t = np.arange(0.5, 40.0, 1.0)
@@ -116,7 +116,7 @@ def test_history_buckets_widen_and_keep_totals() -> None:
 
 
 def test_a_bucket_without_steps_is_a_gap_not_a_zero_step_time() -> None:
-    from neurotui.ui.history import RunHistory
+    from neurotui.live.history import RunHistory
 
     h = RunHistory(0.0, bucket_s=1.0)
     h.add(np.array([0.5, 2.5]), np.array([0.1, 0.3]), np.array([1.0, 1.0]))

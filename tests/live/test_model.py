@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from neurotui import metrics
+from neurotui.live.clock import FixedClock
+from neurotui.live.model import DashboardModel, DashboardState, process_tree
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import SessionStatus
-from neurotui.ui.clock import FixedClock
-from neurotui.ui.model import DashboardModel, DashboardState, process_tree
 from tests.ui.sessions import RUNNING, T0, Recorder, reference_session
 
 
