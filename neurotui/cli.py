@@ -297,9 +297,9 @@ def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: boo
             # It says how to come back if training goes on.
             return run_dashboard(session_dir, **display_settings(args))
         print("neurotui: not a terminal; following in headless mode", file=sys.stderr)
-    reader = SessionReader(session_dir)
     try:
-        ended = headless_mode.follow(reader, interval_s=args.interval or 5.0,
+        ended = headless_mode.follow(headless_mode.model_for(session_dir),
+                                     interval_s=args.interval or 5.0,
                                      alive=lambda: session_status(session_dir).running)
     except KeyboardInterrupt:
         print(f"\nneurotui: detached; training goes on. `neurotui attach {session_dir.name}` "

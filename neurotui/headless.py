@@ -1,55 +1,51 @@
-"""Plain progress lines for nohup, Slurm and CI: the dashboard's numbers as text."""
+"""Plain progress lines for nohup, Slurm and CI: the dashboard's figures as text.
+
+The lines are printed from the same live model states as the dashboard's panels (one path:
+the same figures, and memory bounded as the dashboard's is, however long the run), with the
+same formatting helpers; alerts and losses the session records are printed as they come.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
-from neurotui import fmt, metrics, recorded
+from neurotui import fmt, recorded
+from neurotui.live.clock import WallClock
+from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.session.reader import SessionReader
+from neurotui.session.timeline import TimelineView
 
 
-def progress_line(reader: SessionReader, now: float) -> str:
+def progress_line(state: DashboardState) -> str:
     """One line: elapsed, phase, step, throughput, step time, cost when a price is known."""
-    meta = reader.meta
-    started = float(meta.get("started_at") or now)
-    end = meta.get("ended_at") or now
-    steps = reader.steps()
-    phase = metrics.phase(meta, steps, reader.frame("compile"), now)
-    parts = [f"[{fmt.duration(end - started)}]", phase]
-    if len(steps):
-        ranks = steps["rank"].nunique()
-        parts.append(f"step {metrics.latest_step(steps)}")
+    header, tp = state.header, state.throughput
+    parts = [f"[{fmt.duration(header.elapsed_s)}]", header.phase]
+    if header.step is not None:
+        ranks = len(state.ranks)
+        parts.append(f"step {header.step}")
         parts.append(f"{ranks} rank{'s' if ranks != 1 else ''}")
-        rate = metrics.current_throughput(steps, now if meta.get("exit") is None else end)
-        parts.append("samples/s n/a" if rate is None else f"{rate:,.1f} samples/s")
-        steady = metrics.steady_state(steps, compiles=reader.frame("compile"))
-        if steady is not None:
-            parts.append(f"{steady.step_time_median:.3f} s/step (steady median)")
+        parts.append(fmt.rate(tp.now_sps, " samples/s"))
+        if tp.steady is not None:
+            parts.append(f"{fmt.seconds(tp.steady.step_time_median)}/step (steady median)")
     else:
         parts.append("no step yet")
-        steady = None
-    price = (meta.get("price") or {}).get("usd_per_hour")
-    if price:
-        cost = metrics.cost_so_far(price, started, now, meta.get("ended_at"))
-        if cost is not None:
-            parts.append(f"${cost:,.4f} so far")
-        spd = metrics.samples_per_dollar(steady.samples_per_s if steady else None, price)
-        if spd is not None:
-            parts.append(f"{spd:,.0f} samples/$")
+    if header.price_per_hour is not None:
+        if header.cost_usd is not None:
+            parts.append(f"{fmt.usd(header.cost_usd)} so far")
+        if tp.spd_steady is not None:
+            parts.append(f"{fmt.count(tp.spd_steady)} samples/$ (steady)")
     else:
         parts.append("no price")
-    if len(steps):
-        source = metrics.step_sources(metrics.steps_sources(steps),
-                                      list(reader.events.get("probe_info", ())),
-                                      reader.samples_from)
-        parts.append(f"steps from {source}")
+    if header.step is not None and tp.source:
+        parts.append(f"steps from {tp.source}")
     return " | ".join(parts)
 
 
-def new_notices(reader: SessionReader, printed: dict[str, int]) -> list[str]:
+def new_notices(reader: SessionReader | TimelineView, printed: dict[str, int]) -> list[str]:
     """Lines for the alerts and losses recorded since the last call (`printed` keeps count)."""
     records = []
     for kind in ("alert", "lost"):
@@ -59,34 +55,43 @@ def new_notices(reader: SessionReader, printed: dict[str, int]) -> list[str]:
     return [recorded.notice(r) for r in sorted(records, key=lambda r: float(r["t"]))]
 
 
-def follow(reader: SessionReader, *, interval_s: float = 5.0, out: TextIO = sys.stdout,
+def model_for(session_dir: Path) -> DashboardModel:
+    """The model headless prints from: the dashboard's, on the wall clock."""
+    reader = SessionReader(session_dir, telemetry_history=TELEMETRY_HISTORY)
+    return DashboardModel(reader, WallClock())
+
+
+def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.stdout,
            alive: Callable[[], bool] | None = None) -> dict | None:
     """Print a progress line every interval until the session ends, and each alert and loss
     the session records as it comes; returns its exit record."""
     next_print = 0.0
     printed: dict[str, int] = {}
     while True:
-        reader.poll()
-        for line in new_notices(reader, printed):
+        state = model.refresh()
+        for line in new_notices(model.reader, printed):
             print(line, file=out, flush=True)
         now = time.time()
-        ended = reader.meta.get("exit")
+        ended = model.reader.meta.get("exit")
         if now >= next_print or ended is not None:
-            print(progress_line(reader, now), file=out, flush=True)
+            if ended is not None:
+                state = model.refresh()  # the end stands complete: every step taken in
+            print(progress_line(state), file=out, flush=True)
             next_print = now + interval_s
         if ended is not None:
-            reader.poll(final=True)
-            for line in new_notices(reader, printed):
+            if isinstance(model.reader, SessionReader):
+                model.reader.poll(final=True)  # a last line without its newline: cut
+            for line in new_notices(model.reader, printed):
                 print(line, file=out, flush=True)
-            problems = reader.problems.summary()
+            problems = model.reader.problems.summary()
             if problems:
                 print(f"neurotui: {problems}", file=out, flush=True)
             return ended
         if alive is not None and not alive():
             # The exit may have been recorded between our read and this check: read again.
-            reader.poll(final=True)
-            ended = reader.meta.get("exit")
+            state = model.refresh()
+            ended = model.reader.meta.get("exit")
             if ended is not None:
-                print(progress_line(reader, time.time()), file=out, flush=True)
+                print(progress_line(state), file=out, flush=True)
             return ended
         time.sleep(min(1.0, interval_s))
