@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from neurotui import metrics, recorded
+from neurotui import fmt, metrics, recorded
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import session_status
@@ -354,8 +354,7 @@ def format_value(value: Any, kind: str) -> str:
     if kind == "rate":
         return f"{v:,.1f}"
     if kind == "usd":
-        whole, cents = f"{v:.5f}".rstrip("0").split(".")  # $1.34375, $0.7582, $21.50
-        return f"${whole}.{cents.ljust(2, '0')}"
+        return fmt.price(v)
     if kind == "count":
         return f"{v:,.0f}"
     if kind == "ratio":

@@ -36,7 +36,17 @@ def short_duration(seconds: float | None) -> str:
     return f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
 
 
+def price(value: float | None) -> str:
+    """A published price, exactly as published (no float noise): 1.34375 -> $1.34375,
+    0.7582 -> $0.7582, 21.5 -> $21.50. Money spent or projected is `usd`."""
+    if not known(value):
+        return MISSING
+    whole, _, cents = f"{float(value):.6f}".rstrip("0").partition(".")  # type: ignore[arg-type]
+    return f"${whole}.{cents.ljust(2, '0')}"
+
+
 def usd(value: float | None) -> str:
+    """Money spent or projected, rounded as a bill is read: $0.0012, $3.41, $1,204."""
     if not known(value):
         return MISSING
     v = float(value)  # type: ignore[arg-type]

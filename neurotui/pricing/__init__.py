@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from neurotui.pricing.imds import InstanceIdentity, detect_instance
-from neurotui.pricing.resolve import PriceInfo, format_usd, resolve_price
+from neurotui.pricing.resolve import PriceInfo, resolve_price
 from neurotui.pricing.table import (
     REFERENCE_REGION,
     InstanceSpec,
@@ -39,7 +39,6 @@ __all__ = [
     "builtin_table",
     "default_user_price_file",
     "detect_instance",
-    "format_usd",
     "load_price_file",
     "load_table",
     "normalize_instance_type",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from neurotui import fmt
 from neurotui.pricing import imds as _imds
 from neurotui.pricing import live as _live
 from neurotui.pricing.table import (
@@ -56,12 +57,6 @@ class PriceInfo:
     @property
     def known(self) -> bool:
         return self.usd_per_hour is not None
-
-
-def format_usd(value: float) -> str:
-    """1.34375 -> '$1.34375', 21.5 -> '$21.5' (up to 6 decimals, no float noise)."""
-    text = f"{value:.6f}".rstrip("0").rstrip(".")
-    return f"${text}"
 
 
 def resolve_price(
@@ -152,7 +147,7 @@ def resolve_price(
                 warnings.append(f"live price refused: {exc}")
             else:
                 shown = live_region if region else f"{live_region} (region unknown)"
-                note = (f"{itype} {format_usd(usd)}/h on-demand {shown} "
+                note = (f"{itype} {fmt.price(usd)}/h on-demand {shown} "
                         f"(AWS Pricing API, {got.as_of})")
                 return PriceInfo(itype, region, usd, got.source, got.as_of, False,
                                  _with(note, warnings), isource)
@@ -180,7 +175,7 @@ def _from_override(itype: str | None, isource: str | None, region: str | None, s
     what = itype or "instance"
     market = "spot" if spot else "on-demand"
     where = f" {region}" if region else ""
-    note = f"{what} {format_usd(usd)}/h {market}{where} (--price-per-hour)"
+    note = f"{what} {fmt.price(usd)}/h {market}{where} (--price-per-hour)"
     return PriceInfo(itype, region, usd, SOURCE_OVERRIDE, None, spot, note, isource)
 
 
@@ -204,7 +199,7 @@ def _spot(itype: str, isource: str | None, region: str | None, live: bool,
         note = f"no price: live spot price refused: {exc} ({_HOW_TO_FIX})"
         return _none(itype, region, True, _with(note, warnings), isource)
     detail = f"EC2 spot price history, {got.as_of}" + (f"; {got.reason}" if got.reason else "")
-    note = f"{itype} {format_usd(usd)}/h spot {region} ({detail})"
+    note = f"{itype} {fmt.price(usd)}/h spot {region} ({detail})"
     return PriceInfo(itype, region, usd, got.source, got.as_of, True, _with(note, warnings),
                      isource)
 
@@ -216,7 +211,7 @@ def _from_table(itype: str, isource: str | None, region: str | None, found: Tabl
     else:
         origin, source = f"price file {found.origin}", SOURCE_USER_FILE
     detail = f"{origin}, as of {found.as_of}" if found.as_of else origin
-    price = f"{itype} {format_usd(found.usd_per_hour)}/h on-demand"
+    price = f"{itype} {fmt.price(found.usd_per_hour)}/h on-demand"
     if found.region is None:  # a user price for any region
         head = f"{price} {region}" if region else price
     elif region is None:

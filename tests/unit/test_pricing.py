@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from neurotui import fmt
 from neurotui.pricing import live
 from neurotui.pricing.imds import InstanceIdentity
 from neurotui.pricing.live import LivePrice
-from neurotui.pricing.resolve import PriceInfo, format_usd, resolve_price
+from neurotui.pricing.resolve import PriceInfo, resolve_price
 from neurotui.pricing.table import (
     BUILTIN_ORIGIN,
     InvalidPriceError,
@@ -257,7 +258,7 @@ def test_resolve_price_override() -> None:
     info = resolve_price(price_per_hour="1.1", instance_type="trn1.2xlarge", region="us-east-1",
                          spot=True, **NO_IMDS)
     assert (info.usd_per_hour, info.source, info.spot, info.as_of) == (1.1, "override", True, None)
-    assert info.note == "trn1.2xlarge $1.1/h spot us-east-1 (--price-per-hour)"
+    assert info.note == "trn1.2xlarge $1.10/h spot us-east-1 (--price-per-hour)"
     # an unknown type is fine when the user states the price
     assert resolve_price(instance_type="x9.large", price_per_hour=3, **NO_IMDS).usd_per_hour == 3
 
@@ -325,10 +326,10 @@ def test_resolve_with_user_file_and_broken_user_file(tmp_path: Path) -> None:
     assert f"price file ignored: {bad}: " in info.note
 
 
-def test_format_usd() -> None:
-    assert format_usd(1.34375) == "$1.34375"
-    assert format_usd(21.5) == "$21.5"
-    assert format_usd(21.957642) == "$21.957642"
+def test_prices_are_shown_as_published() -> None:
+    assert fmt.price(1.34375) == "$1.34375" and fmt.price(0.7582) == "$0.7582"
+    assert fmt.price(21.5) == "$21.50" and fmt.price(None) == fmt.MISSING
+    assert fmt.price(21.957642) == "$21.957642"
     assert BUILTIN_ORIGIN == "built-in table"
 
 
