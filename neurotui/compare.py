@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 import shlex
 import time
@@ -251,7 +250,7 @@ def compare_rows(sessions: Sequence[Path | LoadedSession], baseline: int = 0, *,
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
-    if not _known(value) or not _known(base) or base <= 0:  # type: ignore[operator]
+    if not fmt.known(value) or not fmt.known(base) or base <= 0:  # type: ignore[operator]
         return None
     return float(value) / float(base)  # type: ignore[arg-type]
 
@@ -281,7 +280,7 @@ def compare_frame(sessions: Sequence[Path | LoadedSession], baseline: int = 0, *
 
 def overlay_bucket_s(durations: Sequence[float | None], points: int = OVERLAY_POINTS) -> float:
     """A round bucket giving about `points` points on the longest run (10 s at least)."""
-    longest = max((d for d in durations if _known(d)), default=0.0)
+    longest = max((d for d in durations if fmt.known(d)), default=0.0)
     want = longest / max(1, points)
     return float(next((b for b in _NICE_BUCKETS_S if b >= want), _NICE_BUCKETS_S[-1]))
 
@@ -325,22 +324,16 @@ def throughput_overlay(sessions: Sequence[Path | LoadedSession],
 # -- rendering ----------------------------------------------------------------------------
 
 def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not _known(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not fmt.known(value):
         return None
     return float(value)
 
 
-def _known(value: Any) -> bool:
-    if value is None or value is pd.NA:
-        return False
-    if isinstance(value, float | np.floating):
-        return math.isfinite(value)
-    return True
 
 
 def format_value(value: Any, kind: str) -> str:
     """How the table and markdown show one figure; MISSING when unknown."""
-    if not _known(value):
+    if not fmt.known(value):
         return MISSING
     if kind == "text":
         return str(value)
@@ -365,7 +358,7 @@ def format_value(value: Any, kind: str) -> str:
 def _cells(row: dict[str, Any]) -> list[str]:
     cells = [format_value(row.get(c.key), c.kind) for c in COLUMNS]
     cores = COLUMNS.index(next(c for c in COLUMNS if c.key == "cores_used"))
-    if _known(row.get("cores_used")) and _known(row.get("cores_available")):
+    if fmt.known(row.get("cores_used")) and fmt.known(row.get("cores_available")):
         cells[cores] = f"{int(row['cores_used'])}/{int(row['cores_available'])}"
     return cells
 
@@ -384,7 +377,7 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
             without = r.get("step_time_without_data_s")
             notes.append(f"{r['session']}: steps from {r['step_source']}" + (
                 f"; step time less data wait (the study's own timing): {without * 1000:.1f} ms"
-                if _known(without) else ""))
+                if fmt.known(without) else ""))
     for r in rows:  # what the supervisor saw go wrong, and what the session could not record
         said = [f"alerts: {r['alerts_by_key']}" if r.get("alerts_by_key") else None, r.get("lost")]
         if any(said):
@@ -424,14 +417,14 @@ def render_csv(rows: Sequence[dict[str, Any]]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(keys)
     for row in rows:
-        writer.writerow(["" if not _known(row.get(k)) else _plain(row[k]) for k in keys])
+        writer.writerow(["" if not fmt.known(row.get(k)) else _plain(row[k]) for k in keys])
     return buf.getvalue()
 
 
 def render_json(rows: Sequence[dict[str, Any]]) -> str:
     """A list of row objects with raw figures; a missing figure is null."""
     keys = [c.key for c in COLUMNS] + list(EXTRA_KEYS)
-    data = [{k: _plain(row.get(k)) if _known(row.get(k)) else None for k in keys}
+    data = [{k: _plain(row.get(k)) if fmt.known(row.get(k)) else None for k in keys}
             for row in rows]
     return json.dumps(data, indent=2) + "\n"
 

@@ -8,8 +8,16 @@ import math
 MISSING = "n/a"
 
 
-def known(value: float | None) -> bool:
-    return value is not None and not (isinstance(value, float) and not math.isfinite(value))
+def known(value: object) -> bool:
+    """Whether a figure is known: not None, NaN, infinite, nor pandas' NA (text is known).
+    The one check of the views, compare and export; metrics.finite_or_none is its converting
+    twin for computations."""
+    if value is None:
+        return False
+    try:
+        return math.isfinite(value)  # type: ignore[arg-type]  # numbers, numpy scalars
+    except TypeError:
+        return type(value).__name__ != "NAType"
 
 
 def duration(seconds: float | None) -> str:

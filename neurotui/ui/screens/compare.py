@@ -10,7 +10,6 @@ Everything read from disk (names, error messages) is shown literally, never as m
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -28,6 +27,7 @@ from textual.widgets import DataTable, Footer, SelectionList, Static
 from textual.widgets.selection_list import Selection
 from textual.worker import Worker, WorkerState
 
+from neurotui import fmt
 from neurotui.compare import (
     COLUMNS,
     MISSING,
@@ -294,7 +294,7 @@ class CompareScreen(Screen[None]):
             lines.append(Content.assemble(
                 ("RELATIVE: ", LABEL), "samples per dollar (steady state) against ",
                 (visible_text(base["session"]), "bold"), "; > 1 is the better deal"))
-        unpriced = [row["session"] for row in self.rows if not _known(row["usd_per_hour"])]
+        unpriced = [row["session"] for row in self.rows if not fmt.known(row["usd_per_hour"])]
         if unpriced:
             lines.append(Content.styled(
                 f"no price recorded for {', '.join(visible_text(n) for n in unpriced)}: "
@@ -358,7 +358,8 @@ def row_cells(row: dict[str, Any]) -> list[Text]:
     cells = []
     for column in COLUMNS:
         value = format_value(row.get(column.key), column.kind)
-        if column.key == "cores_used" and value != MISSING and _known(row.get("cores_available")):
+        if column.key == "cores_used" and value != MISSING and \
+                fmt.known(row.get("cores_available")):
             value = f"{value}/{int(row['cores_available'])}"
         if column.kind == "text":
             cells.append(safe_text(value))
@@ -384,7 +385,3 @@ def _duration(session: LoadedSession) -> float | None:
     return float(end) - float(started)
 
 
-def _known(value: Any) -> bool:
-    if value is None or value is pd.NA:
-        return False
-    return not isinstance(value, float) or math.isfinite(value)
