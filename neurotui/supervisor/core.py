@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from neurotui import autoprobe
+from neurotui.collect.host import host_sample, process_rows
 from neurotui.collect.telemetry import Telemetry
 from neurotui.pricing.record import price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.writer import EventWriter, read_meta, update_meta
-from neurotui.sources.host import host_sample, process_rows
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import control, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
