@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import math
-import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -20,24 +17,20 @@ from neurotui.metrics import finite_or_none
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
+from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.paths import (
     SessionNotFound,
     broken_sessions,
     find_session,
     list_sessions,
-    new_session_id,
     sessions_root,
 )
 from neurotui.session.reader import SessionFormatError, SessionReader, load_meta
 from neurotui.session.status import session_status, supervisor_alive
-from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 from neurotui.supervisor import spool
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
 from neurotui.supervisor.spawn import adopt, start_supervisor
 from neurotui.terminal import on_a_terminal
-
-_VERSIONED = {"torch": "torch", "torch_xla": "torch-xla", "torch_neuronx": "torch-neuronx",
-              "neuronx_cc": "neuronx-cc", "timm": "timm"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,20 +226,9 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
 
 def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
                    config: dict[str, Any]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
     now = time.time()
-    session_id = new_session_id(name, now)
-    session_dir = root / session_id
-    suffix = 1
-    while session_dir.exists():
-        suffix += 1
-        session_dir = root / f"{session_id}-{suffix}"
-    # Private by default: logs may hold tokens a job printed (torchrun's own run folder is
-    # 0700 too). Files inside keep their modes: the folder is what others cannot enter.
-    session_dir.mkdir(mode=0o700)
-    session_dir.chmod(0o750 if config.get("group_readable") else 0o700)
-    (session_dir / layout.LOGS_DIR).mkdir()
-    (session_dir / layout.PROBE_DIR).mkdir()
+    session_dir = new_session_folder(root, name, now,
+                                     group_readable=bool(config.get("group_readable")))
     # The job writes its output into memory, copied into logs/ by the supervisor: a full
     # sessions disk then cannot fail the job's own writes (supervisor/spool.py).
     spool_dir = spool.create(session_dir)
@@ -255,16 +237,10 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     price = resolve_price(**config.get("pricing", {}))
     config = {**config, "torchrun_logs": argv != user_cmd and not shell
               and torchrun_position(user_cmd) is not None}
-    meta = {
-        "format": FORMAT_VERSION, "id": session_dir.name, "name": name,
-        "command": argv, "user_command": user_cmd, "shell": shell,
-        "cwd": os.getcwd(), "host": platform.node(), "user": _user(),
-        "versions": package_versions(), "started_at": now, "ended_at": None,
-        "instance": instance_record(price), "price": price_record(price), "config": config,
-        "exit": None, "spool": None if spool_dir is None else str(spool_dir),
-        "records_alerts": True,  # older sessions did not: their alert count is unknown
-    }
-    write_json_atomic(session_dir / layout.META, meta)
+    write_first_meta(session_dir, name=name, started_at=now, command=argv,
+                     user_command=user_cmd, shell=shell, instance=instance_record(price),
+                     price=price_record(price), config=config,
+                     spool=None if spool_dir is None else str(spool_dir))
     return session_dir
 
 
@@ -432,26 +408,6 @@ def cmd_stop(args: argparse.Namespace, root: Path) -> int:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def package_versions() -> dict[str, str | None]:
-    from importlib import metadata  # only `run` needs it: keeps other commands' start quick
-
-    versions: dict[str, str | None] = {"python": platform.python_version(),
-                                       "neurotui": __version__}
-    for key, dist in _VERSIONED.items():
-        try:
-            versions[key] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            versions[key] = None
-    return versions
-
-
-def _user() -> str | None:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None
-
-
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())
