@@ -28,7 +28,8 @@ def progress_line(state: DashboardState) -> str:
         ranks = len(state.ranks)
         parts.append(f"step {header.step}")
         parts.append(f"{ranks} rank{'s' if ranks != 1 else ''}")
-        parts.append(fmt.rate(tp.now_sps, " samples/s"))
+        parts.append(fmt.rate(tp.now_sps, " samples/s") if fmt.known(tp.now_sps)
+                     else "samples/s n/a")
         if tp.steady is not None:
             parts.append(f"{fmt.seconds(tp.steady.step_time_median)}/step (steady median)")
     else:
