@@ -287,15 +287,15 @@ class Supervisor:
         now = time.time()
         self.alerts.end_all(now, why=f"the job {reason}")
         self.writer.flush(final=True)
-        if self._meta_unsaved:
-            self.writer.release_reserve()  # room for meta.json's end
         if self.spool is not None:
             spool.remove(self.spool)  # every byte of it was read: the final poll read to the end
         # Every event is on disk before meta.json says the run ended.
         if not self._save_meta(ended_at=now, log_timing=self.follower.timing, exit={
                 "code": code, "signal": sig_name, "reason": reason,
                 "attempts": self.attempt + 1, "lost_events": self.writer.failed_writes}):
-            return
+            self.writer.release_reserve()  # a full disk: the reserve is room for this
+            if not self._save_meta():
+                return
         meta = read_meta(self.dir)
         try:  # the figures of the run, for `ls`, compare and anyone reading meta.json
             # Imported here: pandas costs start-up time the supervisor needs only now.
