@@ -34,7 +34,7 @@ from neurotui.ui.messages import LogLines
 from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HELP, REPLAY_HELP, HelpScreen
 from neurotui.ui.widgets.logs import LogPanel
-from neurotui.ui.widgets.styles import LABEL, MUTED, VALUE
+from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE
 
 PLAYING_FRAME_S = 0.5
 """Seconds between frames while playing at a timed speed (paused: the app's interval)."""

@@ -42,7 +42,7 @@ from neurotui.session.paths import list_sessions
 from neurotui.session.reader import SessionFormatError
 from neurotui.textsafe import safe_text, visible_text
 from neurotui.ui.widgets.compare_chart import CompareChart, curves_from_overlay
-from neurotui.ui.widgets.styles import ERROR, LABEL, MUTED, WARN
+from neurotui.ui.widgets.panel import ERROR, LABEL, MUTED, WARN
 
 BASELINE_LABEL = "base"
 MARK_COLUMN = "baseline_mark"

@@ -7,8 +7,7 @@ from textual.geometry import Size
 
 from neurotui.live.alerts import Alert
 from neurotui.textsafe import visible_text
-from neurotui.ui.widgets.panel import Line, Panel
-from neurotui.ui.widgets.styles import MUTED, SEVERITY_MARKS, SEVERITY_STYLES
+from neurotui.ui.widgets.panel import MUTED, SEVERITY_MARKS, SEVERITY_STYLES, Line, Panel
 from neurotui.ui.widgets.wrap import wrapped
 
 

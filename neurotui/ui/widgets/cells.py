@@ -5,8 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from neurotui import charts
-from neurotui.ui.widgets.panel import Line
-from neurotui.ui.widgets.styles import LABEL, WARN
+from neurotui.ui.widgets.panel import LABEL, WARN, Line
 
 PINNED = 90.0
 

@@ -12,7 +12,7 @@ from textual.widget import Widget
 
 from neurotui import charts, fmt
 from neurotui.textsafe import visible_text
-from neurotui.ui.widgets.styles import LABEL, MUTED
+from neurotui.ui.widgets.panel import LABEL, MUTED
 
 MARKS = ("●", "■", "▲", "◆", "○", "□")
 ASCII_MARKS = ("*", "o", "+", "x", "#", "@")

@@ -7,7 +7,7 @@ from textual.widget import Widget
 
 from neurotui import fmt
 from neurotui.live.model import HeaderState
-from neurotui.ui.widgets.styles import ERROR, LABEL, MUTED, PHASE_STYLES, VALUE, WARN
+from neurotui.ui.widgets.panel import ERROR, LABEL, MUTED, PHASE_STYLES, VALUE, WARN
 
 
 class SessionHeader(Widget):

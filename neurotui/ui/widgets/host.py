@@ -10,8 +10,7 @@ from textual.content import Content
 from neurotui import charts, fmt
 from neurotui.live.model import HostState
 from neurotui.ui.widgets.cells import heat_lines
-from neurotui.ui.widgets.panel import Line, Panel
-from neurotui.ui.widgets.styles import LABEL, MUTED, VALUE, WARN, usage_style
+from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE, WARN, Line, Panel, usage_style
 from neurotui.ui.widgets.wrap import wrapped
 
 PINNED = 90.0

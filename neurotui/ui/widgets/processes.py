@@ -6,8 +6,7 @@ from textual.content import Content
 
 from neurotui import fmt
 from neurotui.live.model import ProcRow, ProcsState
-from neurotui.ui.widgets.panel import Line, Panel
-from neurotui.ui.widgets.styles import LABEL, MUTED, VALUE, WARN, usage_style
+from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE, WARN, Line, Panel, usage_style
 from neurotui.ui.widgets.wrap import wrapped
 
 ROLE_STYLES = {"launcher": MUTED, "rank": "$text-accent", "worker": "", "compiler": WARN}

@@ -10,8 +10,7 @@ from textual.content import Content
 
 from neurotui import charts, fmt
 from neurotui.live.model import RankRow, ThroughputState
-from neurotui.ui.widgets.panel import Line, Panel
-from neurotui.ui.widgets.styles import ACCENT, ERROR, GOOD, LABEL, MUTED, VALUE, WARN
+from neurotui.ui.widgets.panel import ACCENT, ERROR, GOOD, LABEL, MUTED, VALUE, WARN, Line, Panel
 
 
 class ThroughputPanel(Panel):

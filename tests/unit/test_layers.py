@@ -1,0 +1,40 @@
+"""The house's rooms keep to their floors (DESIGN.md): the Textual views live in ui/ and only
+the command line reaches into them; every module of ui/ is a view (it imports Textual)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "neurotui"
+COMMAND_LINE = {"cli.py", "compare_command.py"}
+
+
+def imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_nothing_below_the_views_imports_them() -> None:
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] == "ui" or str(relative) in COMMAND_LINE:
+            continue
+        if any(name == "neurotui.ui" or name.startswith("neurotui.ui.")
+               for name in imports(path)):
+            offenders.append(str(relative))
+    assert offenders == []
+
+
+def test_every_module_of_ui_is_a_view() -> None:
+    not_views = [str(path.relative_to(PACKAGE)) for path in (PACKAGE / "ui").rglob("*.py")
+                 if path.name != "__init__.py"
+                 and not any(name.split(".")[0] == "textual" for name in imports(path))]
+    assert not_views == []
