@@ -75,8 +75,6 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
         now = time.time()
         ended = model.reader.meta.get("exit")
         if now >= next_print or ended is not None:
-            if ended is not None:
-                state = model.refresh()  # the end stands complete: every step taken in
             print(progress_line(state), file=out, flush=True)
             next_print = now + interval_s
         if ended is not None:

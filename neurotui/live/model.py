@@ -239,8 +239,8 @@ class DashboardModel:
         # Rows read but not fetched are fetched when the budget allows even if nothing came
         # since (the last lines of a run that just ended), and at once when the run is over:
         # its figures must stand complete, not short of the steps deferred last.
-        if (self._unfetched or not self.steps.rows) and (
-                metrics.run_is_over(self.reader.meta, now) or self._steps_budget.due()):
+        over = metrics.run_is_over(self.reader.meta, now)
+        if (self._unfetched or not self.steps.rows) and (over or self._steps_budget.due()):
             started = self._steps_budget.start()
             self._unfetched = False
             before = self.steps.rows
@@ -248,7 +248,7 @@ class DashboardModel:
             self._steady_dirty |= self.steps.rows != before
             self._steps_budget.spent(started)
         reader = self.reader
-        if self._steady_dirty and self._steady_budget.due():
+        if self._steady_dirty and (over or self._steady_budget.due()):  # the end, complete
             started = self._steady_budget.start()
             self._steady = self.steps.tracker.result(self._compile_frame())
             self._steady_dirty = False
