@@ -259,7 +259,7 @@ class DashboardModel:
         ended_at = _num(meta.get("ended_at"))
         view_now = min(now, ended_at) if ended_at is not None else now
         compiles = list(reader.events.get("compile", ()))
-        phase = self._phase(meta, compiles, now)
+        phase = self.steps.phase(meta, compiles, now)
         running = not metrics.run_is_over(meta, now) and status.running
         medians = self.steps.rank_medians()
         stragglers = set(metrics.find_stragglers({r: m for r, (m, _) in medians.items()}))
@@ -304,19 +304,6 @@ class DashboardModel:
             # A copy: a slice would keep a first batch's whole phase table alive.
             self._phases_tail = tail.iloc[-self.recent * 4:].copy()
         return len(taken.steps)
-
-    def _phase(self, meta: Mapping[str, Any], compiles: list[Mapping[str, Any]],
-               now: float) -> str:
-        """metrics.phase, from the incremental state."""
-        if metrics.run_is_over(meta, now):
-            return metrics.exit_phase(meta.get("exit"))
-        last_compile = max((float(c["t"]) for c in compiles if float(c["t"]) <= now),
-                           default=None)
-        if not self.steps.ranks:
-            return "compiling" if last_compile is not None else "starting"
-        if last_compile is not None and last_compile > self.steps.last_t:
-            return "compiling"
-        return "steady" if self.steps.reached_steady() else "warm-up"
 
     def _session_status(self, now: float, over: bool) -> SessionStatus:
         """Asked every few seconds (it checks processes); at once when meta says it ended."""

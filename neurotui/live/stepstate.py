@@ -1,11 +1,11 @@
 """The run's steps, taken in incrementally and kept in bounded numpy state.
 
 The dashboard must follow a 32-rank run at 10 steps/s per rank for days within a few percent
-of one core. Re-running the pandas metrics over the whole step table every second cannot do
+of one core. Re-running the batch figures over the whole step table every second cannot do
 that, so this module keeps, per rank, the last `recent` steps (numpy arrays) plus running
-totals, a bucketed whole-run history (history.py) and the steady-state tracker (steady.py).
-Every figure follows the definitions in neurotui.metrics, and the tests check them against
-those functions; where a figure is limited to the recent steps, its label says so.
+totals, a bucketed whole-run history (history.py) and the steady-state tracker. Every figure
+is computed by the incremental form metrics defines beside its batch form (metrics/__init__);
+where a figure is limited to the recent steps, its label says so.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 
 from neurotui import metrics
 from neurotui.live.history import RunHistory
-from neurotui.live.steady import SteadyTracker
+from neurotui.metrics.ranks import last_compiles
 
 RECENT = 256
 """Steps kept per rank (25 s at 10 steps/s, all of a slow run's recent past)."""
@@ -52,12 +52,7 @@ class RankRecent:
         return int(self.cols["step"][-1])
 
     def median_step_time(self) -> tuple[float, int] | None:
-        """As metrics.rank_step_times: steady steps, or all timed ones before steady."""
-        times = self.cols["step_time"]
-        known = np.isfinite(times)
-        steady = known & self.cols["past"].astype(bool)
-        use = times[steady] if steady.any() else times[known]
-        return (float(np.median(use)), len(use)) if len(use) else None
+        return metrics.rank_median(self.cols["step_time"], self.cols["past"].astype(bool))
 
 
 class StepState:
@@ -68,7 +63,8 @@ class StepState:
         self.warmup_steps = warmup_steps
         self.history: RunHistory | None = (
             RunHistory(started_at) if started_at is not None else None)
-        self.tracker = SteadyTracker(warmup_steps)
+        self.clock = metrics.StepClock(warmup_steps)
+        self.tracker = metrics.SteadyTracker(warmup_steps)
         self.total_samples = 0.0
         self.rows = 0
         self.late_rows = 0
@@ -79,8 +75,6 @@ class StepState:
         self.last_loss: float | None = None
         self.sources: set[str] = set()
         """The `src` of the rows taken (probe, auto, log): where the figures come from."""
-        # (attempt, rank) -> (last t, last step, first step, progress): the carry.
-        self._carry: dict[tuple[int, int], tuple[float, float, int, int]] = {}
 
     # -- taking rows in ------------------------------------------------------------------
     def add(self, new: pd.DataFrame, chunk: int = 100_000) -> None:
@@ -93,7 +87,7 @@ class StepState:
         """
         if not len(new):
             return
-        fresh = self._new_rows(new) if self._carry else new
+        fresh = self._new_rows(new) if self.clock.carry else new
         self.late_rows += len(new) - len(fresh)
         for start in range(0, len(fresh), chunk):
             self._ingest(fresh.iloc[start:start + chunk])
@@ -106,10 +100,11 @@ class StepState:
         rank = df["rank"].to_numpy(dtype=np.int64)
         attempt = df["attempt"].to_numpy(dtype=np.int64)
         new = np.ones(len(df), dtype=bool)
-        for (a, r), (last_t, last_step, _, _) in self._carry.items():
+        for (a, r), carry in self.clock.carry.items():
             mine = (rank == r) & (attempt == a)
             if mine.any():
-                new[mine] = (t[mine] > last_t) | ((t[mine] == last_t) & (step[mine] > last_step))
+                new[mine] = (t[mine] > carry.last_t) | (
+                    (t[mine] == carry.last_t) & (step[mine] > carry.last_step))
         return df[new]
 
     def _ingest(self, df: pd.DataFrame) -> None:
@@ -135,7 +130,7 @@ class StepState:
         all_t, all_st, all_sc = [], [], []
         for idx in np.split(order, cuts):
             a, r = int(attempt[idx[0]]), int(rank[idx[0]])
-            cols = self._derive(a, r, t[idx], step[idx], dt[idx], samples[idx])
+            cols = self.clock.take(a, r, t[idx], step[idx], dt[idx], samples[idx])
             all_t.append(cols["t"])
             all_st.append(cols["step_time"])
             all_sc.append(cols["samples_covered"])
@@ -145,29 +140,6 @@ class StepState:
         t_cat, sc = np.concatenate(all_t), np.concatenate(all_sc)
         self.history.add(t_cat, np.concatenate(all_st), sc)
         self.total_samples += float(np.nansum(sc))
-
-    def _derive(self, attempt: int, rank: int, t: np.ndarray, step: np.ndarray,
-                dt: np.ndarray, samples: np.ndarray) -> dict[str, np.ndarray]:
-        """metrics.with_step_time for one rank's new rows, continued from its last row."""
-        prev = self._carry.get((attempt, rank))
-        prev_t, prev_step = (prev[0], prev[1]) if prev else (np.nan, np.nan)
-        pt = np.concatenate([[prev_t], t[:-1]])
-        ps = np.concatenate([[prev_step], step[:-1]])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            elapsed, advanced = t - pt, step - ps
-            rising = advanced > 0
-            derived = np.where(rising & (elapsed > 0), elapsed / advanced, np.nan)
-            reported = np.isfinite(dt) & (dt > 0)
-        step_time = np.where(reported, dt, derived)
-        covered = np.where(rising, advanced, 1.0)
-        # Warm-up as in metrics._past_warmup: steps past the rank's first in this attempt.
-        first = int(min(prev[2], step.min())) if prev else int(step.min())
-        progress = np.maximum.accumulate(np.maximum(step - first, prev[3] if prev else 0))
-        self._carry[(attempt, rank)] = (float(t[-1]), float(step[-1]), first,
-                                        int(progress[-1]))
-        return {"t": t, "step": step, "step_time": step_time, "samples": samples,
-                "samples_covered": samples * covered,
-                "past": progress >= self.warmup_steps}
 
     def _remember(self, attempt: int, rank: int, cols: dict[str, np.ndarray]) -> None:
         self.latest_attempt = max(self.latest_attempt, attempt)
@@ -187,6 +159,14 @@ class StepState:
         latest = self.latest()
         return max(v.last_step for v in latest.values()) if latest else None
 
+    def phase(self, meta: Mapping[str, Any], compiles: list[Mapping[str, Any]],
+              now: float) -> metrics.Phase:
+        """metrics.phase of the steps taken and the compile events up to `now`."""
+        last_compile = max((float(c["t"]) for c in compiles if float(c["t"]) <= now),
+                           default=None)
+        return metrics.phase_of(meta, now, self.last_t if self.ranks else None, last_compile,
+                                self.reached_steady())
+
     def reached_steady(self) -> bool:
         """A rank of the latest attempt is `warmup_steps` past its first step."""
         return any(bool(v.cols["past"][-1]) for v in self.latest().values() if len(v))
@@ -197,30 +177,9 @@ class StepState:
         last `recent` steps of a rank count, which still gives its rate)."""
         if not self.ranks:
             return None
-        total = 0.0
-        counted = unknown = 0
-        for mine in self.latest().values():
-            t = mine.cols["t"]
-            inside = (t > now - window_s) & (t <= now)
-            if not inside.any():
-                continue
-            counted += 1
-            tw = t[inside]
-            covered = mine.cols["samples_covered"][inside]
-            if np.isnan(covered).all():
-                unknown += 1
-                continue
-            if len(tw) >= 2:
-                typical = float(np.median(np.diff(tw)))
-                span = max(tw[-1] - tw[0], (now - tw[0]) - typical)
-                if span > 0:
-                    total += float(np.nansum(covered[1:])) / span
-            else:
-                step_time = mine.cols["step_time"][inside][0]
-                per_step = mine.cols["samples"][inside][0]
-                if np.isfinite(step_time) and step_time > 0 and np.isfinite(per_step):
-                    total += float(per_step) / max(float(step_time), now - float(tw[0]))
-        return None if unknown and unknown == counted else total
+        return metrics.window_throughput(
+            ((v.cols["t"], v.cols["samples_covered"], v.cols["step_time"], v.cols["samples"])
+             for _, v in sorted(self.latest().items())), now, window_s)
 
     def rank_medians(self) -> dict[int, tuple[float, int]]:
         out = {}
@@ -234,20 +193,11 @@ class StepState:
                 compiles: list[Mapping[str, Any]],
                 factor: float = metrics.DEFAULT_STALL_FACTOR,
                 min_silence_s: float = metrics.DEFAULT_MIN_STALL_S) -> dict[int, float]:
-        """As metrics.stalled_ranks: silent ranks -> seconds; a compile restarts the clock."""
-        any_rank = max((float(c["t"]) for c in compiles
-                        if c.get("rank") is None and float(c["t"]) <= now), default=-math.inf)
-        out = {}
-        for rank, mine in self.latest().items():
-            if rank not in medians:
-                continue
-            own = max((float(c["t"]) for c in compiles
-                       if c.get("rank") == rank and float(c["t"]) <= now), default=-math.inf)
-            seen = max(mine.last_t, own, any_rank)
-            silence = now - seen
-            if silence > max(min_silence_s, factor * medians[rank][0]):
-                out[rank] = silence
-        return out
+        """metrics.stalled for the ranks of the latest attempt."""
+        compiled = last_compiles(((float(c["t"]), c.get("rank")) for c in compiles), now)
+        return metrics.stalled(now, {r: v.last_t for r, v in self.latest().items()},
+                               {r: m for r, (m, _) in medians.items()}, compiled, factor,
+                               min_silence_s)
 
     def steady_recent(self) -> dict[int, dict[str, np.ndarray]]:
         """Per rank of the latest attempt, its kept steady steps with a known step time."""

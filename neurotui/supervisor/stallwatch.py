@@ -3,8 +3,8 @@
 It sees every step the session records: the step lines it parses itself, and the probe files
 the ranks write (read on from where it stopped, once a second). A rank is stalled when its
 best source (probe, then automatic probe, then log lines; as the reader keeps them) has had no
-step for `STALL_FACTOR` x its median step time and at least `MIN_STALL_S`, as
-metrics.stalled_ranks judges it; a compile line restarts the clock. Light on purpose (no
+step for longer than defaults.stall_limit_s of its median step time, the rule of
+metrics.stalled_ranks and the dashboard; a compile line restarts the clock. Light on purpose (no
 pandas): the supervisor runs beside training for days.
 """
 
@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_STALL_FACTOR, DEFAULT_WARMUP_STEPS
+from neurotui.defaults import DEFAULT_WARMUP_STEPS, stall_limit_s
 from neurotui.session import layout
 from neurotui.session.tailing import read_new_lines
 from neurotui.supervisor.alerting import Raised
@@ -124,7 +124,7 @@ class StallWatch:
             median = statistics.median(track.times)
             seen = max(track.last_t, self._compiled_at.get(rank, float("-inf")), any_rank)
             silence = now - seen
-            if silence > max(DEFAULT_MIN_STALL_S, DEFAULT_STALL_FACTOR * median):
+            if silence > stall_limit_s(median):
                 out[rank] = (silence, median, track.last_step)
         return out
 

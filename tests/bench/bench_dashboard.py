@@ -8,6 +8,7 @@ rate for `--measure` seconds while the dashboard's CPU time and RSS are measured
 
     .venv/bin/python tests/bench/bench_dashboard.py                # 1M events, 60 s window
     .venv/bin/python tests/bench/bench_dashboard.py --events 50000 --measure 10   # quick
+    .venv/bin/python tests/bench/bench_dashboard.py --headless     # `attach --headless`
 
 Pass: following costs at most 5% of one core and RSS stays at most 200 MB after 1M events.
 RSS is also sampled while fast-forwarding: its peak is printed (the catch-up is not the steady
@@ -34,6 +35,7 @@ import os
 import pty
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -133,7 +135,8 @@ class Terminal:
     """The dashboard in a pseudo-terminal; its output is read and kept for a while."""
 
     def __init__(self, session: Path, cols: int, rows: int, profile: Path | None = None,
-                 hide_pyarrow: bool = False, interval: float | None = None) -> None:
+                 hide_pyarrow: bool = False, interval: float | None = None,
+                 headless: bool = False) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         env = {k: v for k, v in os.environ.items() if k != "COLORTERM"}
@@ -143,11 +146,17 @@ class Terminal:
         entry = (["-c", "import sys; sys.modules['pyarrow'] = None; "
                   "from neurotui.ui.app import main; sys.exit(main())"] if hide_pyarrow
                  else ["-m", "neurotui.ui.app"])
+        target = [str(session)]
+        if headless:  # `neurotui attach --headless`, as under nohup or Slurm
+            entry = ["-m", "neurotui", "--sessions-dir", str(session.parent), "attach",
+                     "--headless", "--no-adopt"]
+            target = [session.name]
         self.proc = subprocess.Popen(
-            [sys.executable, *prof, *entry, str(session),
+            [sys.executable, *prof, *entry, *target,
              *([f"--interval={interval}"] if interval else [])], stdin=slave,
             stdout=slave, stderr=slave, env=env, cwd=REPO, start_new_session=True)
         os.close(slave)
+        self.headless = headless
         self.master = master
         self.recent = b""
         self.total_bytes = 0
@@ -168,12 +177,16 @@ class Terminal:
 
     def shown_steps(self) -> int | None:
         with self._lock:
-            found = re.findall(rb"step ([\d,]+)/", self.recent)
+            # The dashboard's header says "step N/target", headless lines "step N |".
+            found = re.findall(rb"step ([\d,]+)(?:/| \|)", self.recent)
         return max(int(x.replace(b",", b"")) for x in found) if found else None
 
     def quit(self) -> int | None:
         with contextlib.suppress(OSError):
-            os.write(self.master, b"q")
+            if self.headless:  # Ctrl-C detaches it
+                self.proc.send_signal(signal.SIGINT)
+            else:
+                os.write(self.master, b"q")
         try:
             return self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -235,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hide-pyarrow", action="store_true",
                         help="run the dashboard as on the README's install (no pyarrow)")
     parser.add_argument("--no-attach", action="store_true", help="skip the late attaches")
+    parser.add_argument("--headless", action="store_true",
+                        help="measure `neurotui attach --headless` instead (no late attaches)")
     args = parser.parse_args(argv)
+    args.no_attach |= args.headless
     cols, rows = (int(x) for x in args.size.split("x"))
 
     root = args.dir or Path(tempfile.mkdtemp(prefix="neurotui-bench-"))
@@ -249,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     sim0 = wall0 + backlog_s / args.speedup - backlog_s
     gen.write_meta(started_at=sim0)
     gen.start(sim0)
-    term = Terminal(session, cols, rows, args.profile, args.hide_pyarrow, args.interval)
+    term = Terminal(session, cols, rows, args.profile, args.hide_pyarrow, args.interval,
+                    args.headless)
     dash = psutil.Process(term.proc.pid)
     print(f"session {session}; dashboard pid {term.proc.pid}; fast-forward "
           f"{backlog_s:,.0f} s of run at {args.speedup:g}x", flush=True)

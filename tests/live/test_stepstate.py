@@ -12,71 +12,37 @@ from hypothesis import strategies as st
 
 from neurotui import metrics
 from neurotui.live.stepstate import StepState
-
-COLUMNS = ["t", "rank", "step", "samples", "loss", "dt", "src", "attempt"]
-
-
-@st.composite
-def runs(draw: st.DrawFn) -> tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame]:
-    ranks = draw(st.integers(1, 3))
-    rows = []
-    for rank in range(ranks):
-        t = 100.0 + rank * 0.01
-        n_steps = draw(st.integers(1, 40))
-        every = draw(st.sampled_from([1, 1, 5]))  # log lines every k steps
-        report_dt = draw(st.booleans())
-        for step in range(every, n_steps * every + 1, every):
-            dt = draw(st.floats(0.05, 2.0))
-            t += dt * every
-            rows.append({"t": round(t, 4), "rank": rank, "step": step, "samples": 16.0,
-                         "loss": 1.0, "dt": dt if report_dt else math.nan, "src": "probe",
-                         "attempt": 0})
-    df = pd.DataFrame(rows, columns=COLUMNS).sort_values("t", kind="stable",
-                                                         ignore_index=True)
-    # Each stage shows every rank's file read up to its own point, as the reader does when
-    # files grow unevenly: rows of one rank land before rows of another already seen.
-    sizes = df.groupby("rank").size().to_dict()
-    stages = []
-    seen = dict.fromkeys(sizes, 0)
-    for _ in range(draw(st.integers(0, 4))):
-        seen = {r: draw(st.integers(seen[r], n)) for r, n in sizes.items()}
-        stages.append(dict(seen))
-    stages.append(sizes)
-    times = draw(st.lists(st.floats(100, 130), max_size=3))
-    # Compiles of no rank (the compiler's own lines) and of one rank (its log's lines).
-    compiles = pd.DataFrame({"t": times, "rank": [
-        draw(st.sampled_from([None, *sizes])) for _ in times]}, dtype=object)
-    return df, stages, compiles
+from tests.strategies import COLUMNS, Run, runs
 
 
 @settings(max_examples=60, deadline=None)
 @given(runs(), st.sampled_from([1, 3, 1_000_000]))
-def test_rows_handed_over_once_match_metrics(
-        run: tuple[pd.DataFrame, list[dict[int, int]], pd.DataFrame], batch_rows: int) -> None:
+def test_rows_handed_over_once_match_metrics(run: Run, batch_rows: int) -> None:
     """As a live reader hands them over (take_steps): each stage's new rows only, in time
     order, some earlier than rows of other ranks already taken; the steady figures asked for
     after each stage, as the dashboard does, and worked out in batches of any size."""
-    df, stages, compiles = run
     state = StepState(started_at=100.0, recent=10_000)
     state.tracker.batch_rows = batch_rows
-    position = df.groupby("rank").cumcount()
-    before = dict.fromkeys(stages[-1], 0)
-    for stage in stages:
-        new = df[(position >= df["rank"].map(before)) & (position < df["rank"].map(stage))]
+    before: dict = {}
+    for stage in run.stages:
+        taken = run.taken(stage)
+        new = taken[~taken.index.isin(run.taken(before).index)] if before else taken
         state.add(new.reset_index(drop=True))
-        state.tracker.result(compiles)
+        state.tracker.result(run.compiles)
         before = stage
-    assert state.late_rows == 0 and state.rows == len(df)
-    _assert_matches(state, df, compiles)
+    assert state.late_rows == 0 and state.rows == len(run.steps)
+    _assert_matches(state, run)
 
 
-def _assert_matches(state: StepState, df: pd.DataFrame, compiles: pd.DataFrame) -> None:
-    now = float(df["t"].max()) + 0.5
-    assert state.total_samples == pytest.approx(metrics.total_samples(df))
+def _assert_matches(state: StepState, run: Run) -> None:
+    df, compiles = run.steps, run.compiles
+    now = float(df["t"].max()) + 12.0
+    assert state.total_samples == pytest.approx(metrics.total_samples(df), nan_ok=True)
     assert state.throughput(now) == pytest.approx(metrics.current_throughput(df, now))
     assert state.latest_step() == metrics.latest_step(df)
     per_rank = metrics.rank_step_times(df)
-    assert {r: m for r, (m, _) in state.rank_medians().items()} == pytest.approx(
+    medians = state.rank_medians()
+    assert {r: m for r, (m, _) in medians.items()} == pytest.approx(
         per_rank["median_step_s"].to_dict())
     expected = metrics.steady_state(df, compiles=compiles)
     got = state.tracker.result(compiles)
@@ -85,8 +51,10 @@ def _assert_matches(state: StepState, df: pd.DataFrame, compiles: pd.DataFrame) 
     else:
         assert got is not None
         assert vars(got) == pytest.approx(vars(expected))
-    reached = metrics.phase({}, df, None, now) == "steady"
-    assert state.reached_steady() == reached
+    events = run.compile_events()
+    assert state.stalled(now, medians, events) == pytest.approx(
+        metrics.stalled_ranks(df, now, compiles=compiles))
+    assert state.phase({}, events, now) == metrics.phase({}, df, compiles, now)
 
 
 def test_a_row_before_its_ranks_last_is_left_out_and_counted() -> None:

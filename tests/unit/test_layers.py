@@ -38,3 +38,14 @@ def test_every_module_of_ui_is_a_view() -> None:
                  if path.name != "__init__.py"
                  and not any(name.split(".")[0] == "textual" for name in imports(path))]
     assert not_views == []
+
+
+def test_the_figures_stand_on_their_own() -> None:
+    """metrics/ is pure functions of the session's tables: nothing of neurotui but the
+    shared thresholds, so summary, compare, export and the live model can all use it."""
+    offenders = sorted(
+        f"{path.relative_to(PACKAGE)}: {name}" for path in (PACKAGE / "metrics").rglob("*.py")
+        for name in imports(path)
+        if name.startswith("neurotui.") and not name.startswith(("neurotui.metrics",
+                                                                 "neurotui.defaults")))
+    assert offenders == []

@@ -1,0 +1,155 @@
+"""Step time and warm-up: the figures every other one is built on.
+
+Two forms of one rule, side by side: `with_step_time` over a whole step table (summary,
+compare, export), and `StepClock.take` over one rank's rows as they arrive (the live model),
+continued from the rank's last row. Both derive through `_step_times` and `_reached`;
+tests/unit/test_metrics_forms.py holds them equal on random runs in random pieces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from neurotui.metrics.common import (
+    column,
+    diff_in_groups,
+    floats,
+    group_starts,
+    has_rows,
+    keyed,
+    missing,
+    numbers,
+    sort_steps,
+)
+
+DERIVED = ("step_time", "steps_covered", "samples_covered")
+
+
+def _step_times(elapsed: np.ndarray, advanced: np.ndarray,
+                dt: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The rule: (step_time, steps_covered) of rows from the time and steps since the rank's
+    previous row and the `dt` each reported. Computed in place of `elapsed` and `advanced`
+    (float arrays the caller gives up: on a long run each is tens of MB)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rising = advanced > 0
+        unknown = ~(rising & (elapsed > 0))
+        step_time = np.divide(elapsed, advanced, out=elapsed)  # derived from t and step
+        step_time[unknown] = np.nan
+        if dt is not None:  # reported by the rank: wins
+            reported = np.isfinite(dt) & (dt > 0)
+            step_time[reported] = dt[reported]
+    covered = advanced
+    covered[~rising] = 1.0
+    return step_time, covered
+
+
+def _reached(progress: np.ndarray, warmup_steps: int) -> np.ndarray:
+    """Rows whose progress (steps past the rank's first, NaN when unknown) reached warm-up's
+    end."""
+    with np.errstate(invalid="ignore"):
+        return progress >= max(0, int(warmup_steps))
+
+
+# -- the whole table -------------------------------------------------------------------------
+
+def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
+    """`steps` sorted by attempt, rank and time, with three derived columns.
+
+    - step_time: seconds per step. `dt` when the rank reported it; otherwise the time since
+      the same rank's previous record in the same attempt divided by the steps in between
+      (log lines every k steps). NaN when unknown (first record, counter reset, t not rising).
+    - steps_covered: steps since that previous record (1 for the first record and after a
+      counter reset, e.g. a per-epoch step number).
+    - samples_covered: samples x steps_covered. `samples` is per step (FORMAT.md), so a record
+      every 10 steps stands for 10 steps' samples; totals and rates over time use this.
+
+    Deriving this is the costly part of the figures on a long run: a caller wanting several
+    of them (summary.summarize) derives it once and passes `timed=True` to the others.
+    """
+    if not has_rows(steps, "t", "rank", "step", "attempt"):
+        base = list(steps.columns) if steps is not None else []
+        return pd.DataFrame(columns=[*base, *DERIVED])
+    df = sort_steps(steps)  # a new frame: adding columns leaves the caller's alone
+    starts = group_starts(df)
+    elapsed = diff_in_groups(floats(df["t"]), starts)
+    advanced = diff_in_groups(numbers(df["step"]), starts)
+    dt = floats(df["dt"]) if "dt" in df.columns else None
+    step_time, covered = _step_times(elapsed, advanced, dt)
+    samples = floats(df["samples"]) if "samples" in df.columns else np.full(len(df), np.nan)
+    for name, values in zip(DERIVED, (step_time, covered, samples * covered), strict=True):
+        df[name] = column(values, df.index)
+    return df
+
+
+def past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
+    """True for rows once their rank got `warmup_steps` steps past its first in the attempt.
+
+    First step 1 and 10 warm-up steps -> steps 11.. count (the study's 11..N); a restart
+    resuming at 300 skips 300..309, since it compiles again. "First" is the first step the
+    rank recorded in the attempt (its first known one). Progress is a running maximum in time
+    order, so a step counter that resets each epoch does not make every epoch start look like
+    warm-up. `df` comes from with_step_time (time-sorted, each rank's rows of an attempt
+    together), possibly filtered.
+    """
+    out = np.zeros(len(df), dtype=bool)
+    if len(df):
+        starts = group_starts(df)
+        first = np.flatnonzero(starts)
+        group = np.cumsum(starts) - 1
+        step = numbers(df["step"])
+        if missing(step).any():  # the first *known* step of each group
+            anchor = pd.Series(step).groupby(group).transform("first").to_numpy()
+        else:
+            anchor = step[first][group]
+        reached = _reached(step - anchor, warmup_steps)
+        # "the running maximum reached it" = "some row so far in the run reached it"
+        count = np.cumsum(reached)
+        before = (count - reached)[first][group]
+        out = (count > before) & ~missing(step - anchor) & keyed(df)
+    return pd.Series(out, index=df.index)
+
+
+# -- one rank's rows as they come -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RankCarry:
+    """What a rank's next rows are measured from: its last row, its first step, its
+    progress so far."""
+
+    last_t: float
+    last_step: float
+    first_step: float
+    progress: float
+
+
+class StepClock:
+    """with_step_time and past_warmup for rows that arrive a few at a time."""
+
+    def __init__(self, warmup_steps: int) -> None:
+        self.warmup_steps = warmup_steps
+        self.carry: dict[tuple[int, int], RankCarry] = {}
+        """(attempt, rank) -> where it stands."""
+
+    def take(self, attempt: int, rank: int, t: np.ndarray, step: np.ndarray, dt: np.ndarray,
+             samples: np.ndarray) -> dict[str, np.ndarray]:
+        """One rank's new rows of one attempt (time order, after its last row): their step
+        time, samples covered and warm-up flag (`past`), continued from its last row."""
+        prev = self.carry.get((attempt, rank))
+        prev_t, prev_step = (prev.last_t, prev.last_step) if prev is not None else (
+            np.nan, np.nan)
+        elapsed = t - np.concatenate([[prev_t], t[:-1]])
+        advanced = step - np.concatenate([[prev_step], step[:-1]])
+        step_time, covered = _step_times(elapsed, advanced, dt)
+        first = prev.first_step if prev is not None else float(step[0])
+        progress = step - first
+        if prev is not None:
+            progress = np.fmax(progress, prev.progress)
+        progress = np.fmax.accumulate(progress)  # the running maximum, NaN skipped
+        self.carry[(attempt, rank)] = RankCarry(float(t[-1]), float(step[-1]), first,
+                                                float(progress[-1]))
+        return {"t": t, "step": step, "step_time": step_time, "samples": samples,
+                "samples_covered": samples * covered,
+                "past": _reached(progress, self.warmup_steps)}

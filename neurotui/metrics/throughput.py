@@ -1,0 +1,143 @@
+"""Samples/s: now (over the last seconds), over time (the chart), and the totals.
+
+The current throughput has two forms of one rule, side by side: `current_throughput` over a
+whole step table and `window_throughput` over the rows a live model keeps per rank; both add
+up `_rank_rate` over the ranks of the latest attempt. tests/unit/test_metrics_forms.py holds
+them equal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from neurotui.metrics.common import finite_or_none, has_rows, positive, until
+from neurotui.metrics.steptime import with_step_time
+
+DEFAULT_BUCKET_S = 10.0
+DEFAULT_WINDOW_S = 30.0
+
+RankRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""One rank's rows in time order: t, samples_covered, step_time, samples."""
+
+
+def _rank_rate(t: np.ndarray, samples_covered: np.ndarray, step_time: np.ndarray,
+               samples: np.ndarray, now: float) -> float | None:
+    """One rank's samples/s from its rows in the window (time order, at least one), or None
+    when none of them says its samples.
+
+    The samples after its first row over the time they took, so the figure is right from
+    the first seconds of a run and with slow or sparse steps; once the rank has been silent
+    for longer than its usual step interval, the silence counts too, so a stall drags the
+    figure down to 0. A lone row: its samples over its step time, or the time since it.
+    """
+    if np.isnan(samples_covered).all():
+        return None
+    if len(t) >= 2:
+        typical = float(np.median(np.diff(t)))
+        span = max(t[-1] - t[0], (now - t[0]) - typical)
+        return float(np.nansum(samples_covered[1:])) / span if span > 0 else 0.0
+    seconds, per_step = positive(step_time[0]), finite_or_none(samples[0])
+    if seconds is None or per_step is None:
+        return 0.0
+    return per_step / max(seconds, now - float(t[0]))
+
+
+def window_throughput(ranks: Iterable[RankRows], now: float,
+                      window_s: float = DEFAULT_WINDOW_S) -> float | None:
+    """Samples/s of the whole job over the last `window_s` seconds: each rank's rows (of the
+    latest attempt) in (now - window_s, now] rated by `_rank_rate`, summed. 0.0 when no rank
+    has a row in the window (a stall), None when no rank in it says its samples."""
+    total, counted, unknown = 0.0, 0, 0
+    for t, covered, step_time, samples in ranks:
+        inside = (t > now - window_s) & (t <= now)
+        if not inside.any():
+            continue
+        counted += 1
+        rate = _rank_rate(t[inside], covered[inside], step_time[inside], samples[inside], now)
+        if rate is None:
+            unknown += 1
+        else:
+            total += rate
+    # Steps in the window whose samples nobody knows: unknown, not 0 (0 is a stall).
+    return None if unknown and unknown == counted else total
+
+
+def current_throughput(steps: pd.DataFrame, now: float,
+                       window_s: float = DEFAULT_WINDOW_S) -> float | None:
+    """window_throughput over a step table, as of `now`: the ranks of the latest attempt so
+    far. None when there are no steps at all."""
+    moment, window = finite_or_none(now), positive(window_s)
+    if moment is None or window is None:
+        return None
+    df = with_step_time(until(steps, moment))
+    if not len(df):
+        return None
+    latest = df[df["attempt"] == df["attempt"].max()]
+    return window_throughput(_per_rank(latest), moment, window)
+
+
+def _per_rank(df: pd.DataFrame) -> Iterable[RankRows]:
+    """The rows of each rank of a with_step_time table (one attempt), time-sorted."""
+    for _, rows in df.groupby("rank", sort=True):
+        yield tuple(rows[c].to_numpy(dtype=float)  # type: ignore[misc]
+                    for c in ("t", "samples_covered", "step_time", "samples"))
+
+
+def throughput_series(steps: pd.DataFrame, bucket_s: float = DEFAULT_BUCKET_S,
+                      start: float | None = None, end: float | None = None) -> pd.DataFrame:
+    """Whole-job samples/s (all ranks summed) in time buckets, for the throughput chart.
+
+    Columns: t (bucket start), seconds (time the bucket covers), samples, samples_per_s.
+    Buckets start at `start` (the run's started_at; default: when the first step began) and
+    run to `end` (now or ended_at; default: the last step). Buckets with no steps are 0, so
+    compile stalls show as gaps. The last bucket is usually partial: it is rated over the time
+    it covers, and left out while it covers less than half a bucket (too noisy to show).
+    """
+    columns = ["t", "seconds", "samples", "samples_per_s"]
+    bucket = positive(bucket_s)
+    df = with_step_time(steps)
+    if bucket is None or not len(df):
+        return pd.DataFrame(columns=columns)
+    df = df[np.isfinite(df["t"].astype(float))]
+    samples = df["samples_covered"].fillna(0.0)
+    t0 = finite_or_none(start) if start is not None else None
+    if t0 is None:  # when the first step began, if its duration is known
+        t0 = float((df["t"] - df["step_time"].fillna(0.0) * df["steps_covered"]).min())
+    t1 = finite_or_none(end) if end is not None else None
+    t1 = float(df["t"].max()) if t1 is None else t1
+    if t1 <= t0:
+        return pd.DataFrame(columns=columns)
+    keep = (df["t"] >= t0) & (df["t"] <= t1)
+    index = np.floor((df.loc[keep, "t"].to_numpy() - t0) / bucket).astype(int)
+    count = math.floor((t1 - t0) / bucket) + 1
+    index = np.minimum(index, count - 1)
+    totals = np.bincount(index, weights=samples[keep].to_numpy(), minlength=count)
+    starts = t0 + bucket * np.arange(count)
+    seconds = np.minimum(bucket, t1 - starts)
+    out = pd.DataFrame({"t": starts, "seconds": seconds, "samples": totals})
+    out = out[out["seconds"] >= bucket / 2].reset_index(drop=True)
+    out["samples_per_s"] = out["samples"] / out["seconds"]
+    return out
+
+
+def total_samples(steps: pd.DataFrame, now: float | None = None, *,
+                  timed: bool = False) -> float:
+    """All samples processed so far (all ranks, all attempts; sparse records count for the
+    steps they stand for). `timed`: `steps` already comes from with_step_time."""
+    df = until(steps, now) if timed else with_step_time(until(steps, now))
+    return float(df["samples_covered"].fillna(0.0).sum()) if len(df) else 0.0
+
+
+def latest_step(steps: pd.DataFrame, now: float | None = None) -> int | None:
+    """The step the run is at: the furthest of the ranks' last steps in the latest attempt
+    (a per-epoch step number that started again is where it is now, not its old highest),
+    or None before any step."""
+    df = until(steps, now)
+    if not has_rows(df, "t", "step", "attempt", "rank"):
+        return None
+    last = df[df["attempt"] == df["attempt"].max()].sort_values(["t", "step"], kind="stable")
+    return int(last.groupby("rank")["step"].last().max())
