@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="after SIGINT, wait this long before SIGTERM (and as long again "
                           "before SIGKILL)")
     run.add_argument("--step-target", type=int, help="steps the run will take (for ETA)")
+    run.add_argument("--dataset-size", type=_positive_number, metavar="N",
+                     help="samples in one epoch (one pass over the training data, all ranks): "
+                          "shows an epoch's time and cost at the steady rate, and epochs done")
     run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
     run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
@@ -213,7 +216,8 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "stop_timeout_s": args.stop_timeout, "kill_timeout_s": args.stop_timeout,
         "step_target": step_target, "preset": args.preset, "env": env,
         "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
-        "samples_per_step": args.samples_per_step, "group_readable": args.group_readable})
+        "samples_per_step": args.samples_per_step, "dataset_size": args.dataset_size,
+        "group_readable": args.group_readable})
     supervisor = start_supervisor(session_dir)
     if not wait_started(session_dir, supervisor):
         return 1

@@ -74,8 +74,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("alerts", "ALERTS", "int"),
 )
 """What `neurotui compare` shows, in order. Data rows hold these keys and EXTRA_KEYS."""
-EXTRA_KEYS = ("step_source", "step_time_without_data_s", "cores_available", "baseline",
-              "alerts_by_key", "lost", "problems", "path")
+EXTRA_KEYS = ("step_source", "step_time_without_data_s", "dataset_size", "epoch_s",
+              "usd_per_epoch", "cores_available", "baseline", "alerts_by_key", "lost",
+              "problems", "path")
 """Also in every row (CSV, JSON, DataFrame), not in the text table."""
 _INT_KEYS = ("cores_used", "workers", "cores_available", "alerts")
 _TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source",
@@ -189,9 +190,10 @@ def instance_figures(instance_type: str | None,
 
 
 def session_row(session: LoadedSession, *, table: PriceTable | None = None,
-                now: float | None = None) -> dict[str, Any]:
+                now: float | None = None, dataset_size: float | None = None) -> dict[str, Any]:
     """One comparison row (relative price-performance and baseline filled in by
-    compare_rows). `now` matters only for a running session (default: the clock)."""
+    compare_rows). `now` matters only for a running session (default: the clock);
+    `dataset_size` (samples in an epoch) replaces the run's own."""
     meta = session.meta
     end = None
     if meta.get("ended_at") is None:
@@ -199,7 +201,8 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         # not to now, or its bill would grow for ever.
         end = (time.time() if now is None else now) if session.running else session.last_seen
     figures = summarize(meta, session.steps, session.compiles, now=end, phases=session.phases,
-                        probe_info=session.probe_info, samples_from=session.samples_from)
+                        probe_info=session.probe_info, samples_from=session.samples_from,
+                        dataset_size=dataset_size)
     instance_type = (meta.get("instance") or {}).get("type")
     accelerator, cores_available = instance_figures(instance_type, table)
     episodes = recorded.alert_episodes(session.alerts)
@@ -226,6 +229,9 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "lost": recorded.lost_text(session.lost),
         "step_source": figures["step_source"],
         "step_time_without_data_s": figures["step_time_without_data_s"],
+        "dataset_size": figures["dataset_size"],
+        "epoch_s": figures["epoch_s"],
+        "usd_per_epoch": figures["usd_per_epoch"],
         "cores_available": cores_available,
         "baseline": False,
         "problems": session.problems,
@@ -234,12 +240,13 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
 
 
 def compare_rows(sessions: Sequence[Path | LoadedSession], baseline: int = 0, *,
-                 table: PriceTable | None = None,
-                 now: float | None = None) -> list[dict[str, Any]]:
+                 table: PriceTable | None = None, now: float | None = None,
+                 dataset_size: float | None = None) -> list[dict[str, Any]]:
     """Rows in the given order; `baseline` is the index of the session the others are
-    measured against (its relative figure is 1.0 when its samples per dollar is known)."""
+    measured against (its relative figure is 1.0 when its samples per dollar is known);
+    `dataset_size`: samples in an epoch, for every run (default: each run's own)."""
     loaded = [s if isinstance(s, LoadedSession) else load_session(s) for s in sessions]
-    rows = [session_row(s, table=table, now=now) for s in loaded]
+    rows = [session_row(s, table=table, now=now, dataset_size=dataset_size) for s in loaded]
     if rows:
         base = rows[baseline]
         base["baseline"] = True
@@ -378,6 +385,12 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
             notes.append(f"{r['session']}: steps from {r['step_source']}" + (
                 f"; step time less data wait (the study's own timing): {without * 1000:.1f} ms"
                 if fmt.known(without) else ""))
+    for r in rows:  # an epoch (--dataset-size) at the steady rate
+        if fmt.known(r.get("epoch_s")):
+            cost = f", {fmt.usd(r['usd_per_epoch'])}" if fmt.known(r.get("usd_per_epoch")) \
+                else " (no price)"
+            notes.append(f"{r['session']}: an epoch of {r['dataset_size']:,.0f} samples "
+                         f"at the steady rate: {fmt.short_duration(r['epoch_s'])}{cost}")
     for r in rows:  # what the supervisor saw go wrong, and what the session could not record
         said = [f"alerts: {r['alerts_by_key']}" if r.get("alerts_by_key") else None, r.get("lost")]
         if any(said):

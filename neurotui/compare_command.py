@@ -24,6 +24,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="SESSION",
                    help="the session the others are measured against (default: the first)")
     p.add_argument("--format", choices=compare.FORMATS, default="table")
+    p.add_argument("--dataset-size", type=float, metavar="N",
+                   help="samples in an epoch: each run's epoch time and cost at its steady "
+                        "rate (default: each run's own --dataset-size, if it gave one)")
     p.add_argument("--tui", action="store_true",
                    help="pick and compare sessions on screen (the dashboard's compare screen)")
     return p
@@ -32,6 +35,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, root: Path) -> int:
     """`neurotui compare`: 0 when every session was read; 1 when some could not be (named on
     stderr, the others still compared); 2 when a name matches no session or none is read."""
+    if args.dataset_size is not None and not args.dataset_size > 0:
+        print("neurotui: --dataset-size must be a number of samples above 0", file=sys.stderr)
+        return 2
     if not args.sessions and not args.tui:
         print("neurotui: compare needs at least one SESSION (or --tui to pick on screen)",
               file=sys.stderr)
@@ -65,7 +71,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
     if base_path not in names:
         print(f"neurotui: baseline {base_path.name} unreadable; relative to {names[0].name}",
               file=sys.stderr)
-    sys.stdout.write(compare.render(compare.compare_rows(loaded, baseline), args.format))
+    rows = compare.compare_rows(loaded, baseline, dataset_size=args.dataset_size)
+    sys.stdout.write(compare.render(rows, args.format))
     return 1 if failed else 0
 
 

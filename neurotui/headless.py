@@ -41,6 +41,10 @@ def progress_line(state: DashboardState) -> str:
             parts.append(f"{fmt.count(tp.spd_steady)} samples/$ (steady)")
     else:
         parts.append("no price")
+    if tp.epoch is not None:  # the run gave --dataset-size, and it is steady
+        cost = tp.epoch.remaining_usd
+        parts.append(f"epoch {fmt.short_duration(tp.epoch.remaining_s)}"
+                     + (f", {fmt.usd(cost)}" if cost is not None else ""))
     if header.step is not None and tp.source:
         parts.append(f"steps from {tp.source}")
     return " | ".join(parts)

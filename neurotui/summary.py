@@ -16,7 +16,10 @@ from neurotui import metrics
 def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
               now: float | None = None, phases: pd.DataFrame | None = None,
               probe_info: list[dict[str, Any]] | None = None,
-              samples_from: set[str] | None = None) -> dict[str, Any]:
+              samples_from: set[str] | None = None,
+              dataset_size: float | None = None) -> dict[str, Any]:
+    """`dataset_size`: samples in an epoch, for the epoch's time and cost (default: the
+    run's own --dataset-size)."""
     started = meta.get("started_at")
     ended = meta.get("ended_at")
     end = ended if ended is not None else now
@@ -28,6 +31,9 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
     cost = metrics.cost_so_far(price, started, end, ended)
     first_step = float(steps["t"].min()) - float(started) if len(steps) and started else None
     rate = steady.samples_per_s if steady else None
+    size = metrics.finite_or_none(dataset_size if dataset_size is not None else
+                                  (meta.get("config") or {}).get("dataset_size"))
+    epoch = metrics.per_epoch(size, rate, price)
     return {
         "ranks": int(steps["rank"].nunique()) if len(steps) else 0,
         "steps": metrics.latest_step(steps) if len(steps) else None,
@@ -46,4 +52,7 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
         "samples_per_dollar_steady": metrics.samples_per_dollar(rate, price),
         "samples_per_dollar_all_in": metrics.all_in_samples_per_dollar(samples, cost),
         "usd_per_million_samples": metrics.cost_per_million_samples(rate, price),
+        "dataset_size": size,
+        "epoch_s": epoch.remaining_s if epoch else None,
+        "usd_per_epoch": epoch.remaining_usd if epoch else None,
     }

@@ -91,6 +91,11 @@ class ThroughputState:
     note: str | None
     source: str | None = None
     """Where the step figures come from ("automatic probe (host-side, xla)")."""
+    dataset_size: float | None = None
+    """Samples in an epoch (the run's --dataset-size), or None when not given."""
+    epoch: metrics.Projection | None = None
+    """One epoch's time and cost at the steady rate (once steady, with a dataset size)."""
+    epochs_done: float | None = None
 
 
 @dataclass(frozen=True)
@@ -370,6 +375,8 @@ class DashboardModel:
         steady = self._steady
         started = _num(meta.get("started_at"))
         cost = metrics.cost_so_far(price, started, view_now, _num(meta.get("ended_at")))
+        size = _num((meta.get("config") or {}).get("dataset_size"))
+        size = size if size is not None and size > 0 else None
         latest = steps.latest()
         rows = tuple(RankRow(rank, median, n, latest[rank].last_step, rank in stragglers,
                              silent.get(rank))
@@ -386,6 +393,9 @@ class DashboardModel:
             spd_note="" if price is not None else "no price",
             total_samples=steps.total_samples, last_loss=steps.last_loss,
             note=None if steps.ranks else "no step recorded yet",
+            dataset_size=size, epoch=metrics.per_epoch(
+                size, steady.samples_per_s if steady else None, price),
+            epochs_done=steps.total_samples / size if size else None,
             source=metrics.step_sources(steps.sources,
                                         list(self.reader.events.get("probe_info", ())),
                                         self.reader.samples_from))

@@ -49,13 +49,6 @@ def cost_per_million_samples(samples_per_s: float | None,
     return None if per_dollar is None else 1e6 / per_dollar
 
 
-def cost_per_epoch(dataset_size: float | None, samples_per_s: float | None,
-                   usd_per_hour: float | None) -> float | None:
-    """USD for one pass over `dataset_size` samples at this throughput and price."""
-    size, per_dollar = positive(dataset_size), samples_per_dollar(samples_per_s, usd_per_hour)
-    return None if size is None or per_dollar is None else size / per_dollar
-
-
 def relative_price_performance(samples_per_s_a: float | None, usd_per_hour_a: float | None,
                                samples_per_s_b: float | None,
                                usd_per_hour_b: float | None) -> float | None:
@@ -110,3 +103,11 @@ def project_to_step(current_step: float | None, target_step: float | None,
     step_time = positive(step_time_s)
     rate = None if step_time is None else 1.0 / step_time
     return project_remaining(current_step, target_step, rate, usd_per_hour, spent_usd, now)
+
+
+def per_epoch(dataset_size: float | None, samples_per_s: float | None,
+              usd_per_hour: float | None = None) -> Projection | None:
+    """Time and money for one pass over `dataset_size` samples at this throughput and price
+    (1,281,167 ImageNet images at 320/s on $1.34375/h: 4,004 s, $1.49). None without a size
+    or a rate; no money without a price."""
+    return project_remaining(0.0, dataset_size, samples_per_s, usd_per_hour)

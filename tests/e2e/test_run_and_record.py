@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 def test_headless_cpu_run_records_both_ranks(sessions) -> None:
     result = run_cli(sessions, "run", "--headless", "--interval", "1", "--name", "cpu",
-                     "--", *torchrun_vit("--steps", "40"))
+                     "--dataset-size", "6400", "--", *torchrun_vit("--steps", "40"))
     assert result.returncode == 0, result.stderr + result.stdout
     assert "samples/s" in result.stdout and "completed (exit code 0)" in result.stdout
     session = only_session(sessions)
@@ -38,6 +38,10 @@ def test_headless_cpu_run_records_both_ranks(sessions) -> None:
     assert summary["steady_samples_per_s"] == pytest.approx(rate)
     assert summary["total_samples"] == 2 * 40 * 8 and summary["ranks"] == 2
     assert summary["time_to_first_step_s"] > 0
+    # --dataset-size: an epoch's time at the steady rate (no instance, so no price).
+    assert m["config"]["dataset_size"] == 6400
+    assert summary["epoch_s"] == pytest.approx(6400 / rate) and summary["usd_per_epoch"] is None
+    assert "| epoch " in result.stdout
     exits = reader.events["proc_exit"]
     assert len(exits) == 1 and exits[0]["code"] == 0
     assert any("runner: done" in line for line in exits[0]["tail"]["0"])

@@ -84,13 +84,17 @@ def procs(t_cpu: float = 1.0) -> list[dict[str, Any]]:
     ]
 
 
-def reference_session(root: Path, steps: int = 120, end: bool = False) -> Path:
+def reference_session(root: Path, steps: int = 120, end: bool = False,
+                      dataset_size: int | None = None) -> Path:
     """Two ranks, 120 steps each over 60 s; rank 1 is 40% slower after warm-up; step 1-10
     are slow (compile); 8 host CPUs, 3 pinned; 2 NeuronCores around 15% busy."""
+    config = {"step_target": 500}
+    if dataset_size is not None:
+        config["dataset_size"] = dataset_size
     rec = Recorder(root, "20260101-120000-vit-b16", instance={
         "type": "trn1.2xlarge", "source": "imds", "region": "us-east-1"},
         price={"usd_per_hour": 1.34375, "source": "table", "as_of": "2025-06-01",
-               "spot": False}, config={"step_target": 500})
+               "spot": False}, config=config)
     rec.event(T0 + 0.1, "proc_start", attempt=0, pid=4100, pgid=4100, argv=["torchrun"])
     rec.event(T0 + 0.5, "source_status", source="neuron-monitor", ok=True, message="running")
     for i in range(3):

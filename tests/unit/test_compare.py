@@ -194,6 +194,35 @@ def test_csv(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert laptop[key] == "", key  # missing: empty, not 0
 
 
+def test_an_epoch_on_each_instance(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--dataset-size: what an epoch takes and costs on each instance at its steady rate (an
+    ImageNet epoch: 4,004 s and $1.49 on trn1.2xlarge, 5,104 s and $1.08 on inf2.xlarge)."""
+    code, out, err = cli(root, "trn1", "inf2", "laptop", "--dataset-size", "1281167",
+                         capsys=capsys)
+    assert code == 0 and err == ""
+    assert "20260101-100000-trn1: an epoch of 1,281,167 samples at the steady rate: 1h06m, " \
+           "$1.49" in out
+    assert "20260101-110000-inf2: an epoch of 1,281,167 samples at the steady rate: 1h25m, " \
+           "$1.08" in out
+    assert "20260101-120000-laptop: an epoch of 1,281,167 samples at the steady rate: 33m21s " \
+           "(no price)" in out
+    code, out, _ = cli(root, "trn1", "inf2", "--dataset-size", "1281167", "--format", "csv",
+                       capsys=capsys)
+    trn1, inf2 = csv.DictReader(io.StringIO(out))
+    assert float(trn1["epoch_s"]) == pytest.approx(1_281_167 / 320)
+    assert float(trn1["usd_per_epoch"]) == pytest.approx(1.49441680)
+    assert float(inf2["usd_per_epoch"]) == pytest.approx(1_281_167 / (32 / 0.1275) / 3600
+                                                         * 0.7582)
+    # Without it, a run's own --dataset-size, and nothing for runs that gave none.
+    make_session(root, "20260101-130000-sized", instance="trn1.2xlarge", price=1.34375,
+                 dt=0.1, config={"dataset_size": 32_000})
+    code, out, _ = cli(root, "sized", "inf2", capsys=capsys)
+    assert "20260101-130000-sized: an epoch of 32,000 samples at the steady rate: 1m40s" in out
+    assert "inf2: an epoch" not in out
+    code, _, err = cli(root, "trn1", "--dataset-size", "0", capsys=capsys)
+    assert code == 2 and "above 0" in err
+
+
 def test_json(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(root, "trn1", "inf2", "laptop", "--format", "json", capsys=capsys)
     assert code == 0

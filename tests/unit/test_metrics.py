@@ -62,7 +62,10 @@ def test_reference_figures_320_samples_per_s_and_857302_per_dollar() -> None:
     assert round(spd) == 857_302
     assert m.cost_per_million_samples(320, TRN1_2XL) == pytest.approx(1.16644965)
     # ImageNet-1k train split, 1,281,167 images: 4003.6 s = 1.1121 h x $1.34375
-    assert m.cost_per_epoch(1_281_167, 320, TRN1_2XL) == pytest.approx(1.49441680)
+    epoch = m.per_epoch(1_281_167, 320, TRN1_2XL)  # an ImageNet epoch: 4,004 s, $1.49
+    assert epoch.remaining_usd == pytest.approx(1.49441680)
+    assert epoch.remaining_s == pytest.approx(1_281_167 / 320)
+    assert m.per_epoch(1_281_167, 320).remaining_usd is None  # no price: time only
 
 
 def test_faster_but_dearer_instance_wins_or_loses_exactly_by_the_ratio() -> None:
@@ -447,9 +450,9 @@ def test_unknown_inputs_give_none_never_a_number(bad: object) -> None:
     assert m.all_in_samples_per_dollar(1000, bad) is None
     assert m.cost_per_million_samples(bad, TRN1_2XL) is None
     assert m.cost_per_million_samples(320, bad) is None
-    assert m.cost_per_epoch(bad, 320, TRN1_2XL) is None
-    assert m.cost_per_epoch(1000, bad, TRN1_2XL) is None
-    assert m.cost_per_epoch(1000, 320, bad) is None
+    assert m.per_epoch(bad, 320, TRN1_2XL) is None
+    assert m.per_epoch(1000, bad, TRN1_2XL) is None
+    assert m.per_epoch(1000, 320, bad).remaining_usd is None
     assert m.cost_so_far(bad, T0, T0 + 10) is None
     assert m.relative_price_performance(bad, 1.0, 320, 1.0) is None
     assert m.project_to_step(100, 500, bad, TRN1_2XL) is None

@@ -44,3 +44,18 @@ def test_no_steps_at_all() -> None:
         columns=["t", "rank", "step", "samples", "loss", "dt", "src", "attempt"]),
         pd.DataFrame())
     assert s["ranks"] == 0 and s["steady_samples_per_s"] is None and s["steps"] is None
+
+
+def test_an_epochs_time_and_cost_from_the_runs_dataset_size() -> None:
+    meta = {"started_at": 990.0, "ended_at": 1005.0, "price": {"usd_per_hour": 1.34375},
+            "config": {"dataset_size": 1_281_167}}
+    s = summarize(meta, steps_table(), pd.DataFrame())
+    # An ImageNet epoch at 320 samples/s: 4,003.6 s; at $1.34375/h, $1.4944.
+    assert s["dataset_size"] == 1_281_167
+    assert s["epoch_s"] == pytest.approx(1_281_167 / 320)
+    assert s["usd_per_epoch"] == pytest.approx(1.49441680)
+    # compare --dataset-size asks the same of any run; without a price, time only.
+    s = summarize({**meta, "price": None}, steps_table(), pd.DataFrame(), dataset_size=50_000)
+    assert s["epoch_s"] == pytest.approx(50_000 / 320) and s["usd_per_epoch"] is None
+    s = summarize({**meta, "config": {}}, steps_table(), pd.DataFrame())
+    assert s["dataset_size"] is None and s["epoch_s"] is None and s["usd_per_epoch"] is None

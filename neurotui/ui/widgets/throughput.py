@@ -41,12 +41,13 @@ class ThroughputPanel(Panel):
             head.append((9, Content.assemble(("step time after warm-up", MUTED),
                                               ("  loss ", LABEL), (_loss(s.last_loss), ""))))
         dollars: Line = (6, self._dollars(s, width))
+        epoch: list[Line] = [(5, self._epoch(s))] if s.dataset_size is not None else []
         # Rows left for the whole-run history and the per-rank lines.
-        spare = height - len(head) - 1
+        spare = height - len(head) - 1 - len(epoch)
         per_rank_rows = len(s.ranks) > 1 and spare - 1 >= len(s.ranks)
         ranks = self._ranks(s.ranks, width, spare - 1 if per_rank_rows else 0)
         history = self._history(s, width, max(1, spare - len(ranks)))
-        return [*head, *history, *ranks, dollars]
+        return [*head, *history, *ranks, dollars, *epoch]
 
     def _history(self, s: ThroughputState, width: int, rows: int) -> list[Line]:
         h = s.history
@@ -142,6 +143,19 @@ class ThroughputPanel(Panel):
             ("samples/$ ", LABEL), *(now if width >= 48 else []),
             (fmt.count(s.spd_steady), VALUE), (" steady, ", LABEL),
             (fmt.count(s.spd_all_in), VALUE), (" all-in", LABEL))
+
+
+    def _epoch(self, s: ThroughputState) -> Content:
+        """An epoch (the run's --dataset-size) at the steady rate: its time and cost."""
+        done = [("  done ", LABEL), (f"{s.epochs_done:,.2f}", VALUE)] \
+            if s.epochs_done is not None else []
+        if s.epoch is None:
+            return Content.assemble(("epoch ", LABEL), ("once steady", MUTED), *done)
+        cost: tuple[str, str] = (fmt.usd(s.epoch.remaining_usd), VALUE) \
+            if s.epoch.remaining_usd is not None else ("no price", MUTED)
+        return Content.assemble(("epoch ", LABEL),
+                                (fmt.short_duration(s.epoch.remaining_s), VALUE),
+                                ", ", cost, *done)
 
 
 def _median(values: list[float]) -> float:
