@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Any
 
@@ -26,47 +25,66 @@ def host_sample() -> dict[str, Any]:
     }
 
 
-def process_role(proc: psutil.Process, leader_pid: int, parents: dict[int, int],
+def process_role(name: str, cmdline: str, pid: int, leader_pid: int, parents: dict[int, int],
                  launcher_is_torchrun: bool) -> str:
     """launcher / rank / worker (DataLoader or other child of a rank) / compiler."""
-    try:
-        name = proc.name()
-        cmdline = " ".join(proc.cmdline()[:4])
-    except psutil.Error:
-        return "other"
     if "neuronx-cc" in name or "neuronx-cc" in cmdline or "neuron-cc" in cmdline:
         return "compiler"
-    if proc.pid == leader_pid:
+    if pid == leader_pid:
         return "launcher" if launcher_is_torchrun else "rank"
-    depth, pid = 0, proc.pid
+    depth = 0
     while pid != leader_pid and pid in parents and depth < 32:
         pid, depth = parents[pid], depth + 1
     rank_depth = 1 if launcher_is_torchrun else 0
     return "rank" if depth == rank_depth else "worker"
 
 
-def process_rows(procs: list[psutil.Process], leader_pid: int) -> list[dict[str, Any]]:
-    """Fields of a `procs` event; cpu is percent of one core since the previous sample."""
-    parents: dict[int, int] = {}
-    launcher_is_torchrun = False
-    for proc in procs:
-        with contextlib.suppress(psutil.Error):
-            parents[proc.pid] = proc.ppid()
+def _command(proc: psutil.Process) -> str:
+    try:
+        return " ".join(proc.cmdline()[:4])
+    except psutil.Error:
+        return ""
+
+
+class ProcessRows:
+    """Rows of `procs` events, one per process of the job; cpu is percent of one core since
+    the previous sample. A process's role is worked out once (its command line read once), not
+    at every sample: with 32 ranks and their workers that was most of a sample's cost."""
+
+    def __init__(self) -> None:
+        self._roles: dict[tuple[int, float, str], str] = {}
+        self._torchrun: dict[tuple[int, float], bool] = {}
+
+    def sample(self, procs: list[psutil.Process], leader_pid: int) -> list[dict[str, Any]]:
+        seen = []
+        for proc in procs:
+            try:
+                with proc.oneshot():  # one read of /proc/PID/stat for all of these
+                    seen.append((proc, proc.ppid(), proc.name(), proc.cpu_percent(),
+                                 proc.memory_info().rss, proc.create_time()))
+            except psutil.Error:
+                continue
+        parents = {proc.pid: ppid for proc, ppid, *_ in seen}
+        launcher_is_torchrun = False
+        for proc, _, _, _, _, created in seen:
             if proc.pid == leader_pid:
-                leader_cmd = " ".join(proc.cmdline()[:4])
-                launcher_is_torchrun = any(m in leader_cmd for m in _LAUNCHER_MARKERS)
-    rows = []
-    for proc in procs:
-        try:
-            with proc.oneshot():
-                rows.append({
-                    "pid": proc.pid,
-                    "ppid": proc.ppid(),
-                    "name": proc.name(),
-                    "role": process_role(proc, leader_pid, parents, launcher_is_torchrun),
-                    "cpu": proc.cpu_percent(),
-                    "rss": proc.memory_info().rss,
-                })
-        except psutil.Error:
-            continue
-    return rows
+                key = (proc.pid, created)
+                if key not in self._torchrun:
+                    leader_cmd = _command(proc)
+                    self._torchrun[key] = any(m in leader_cmd for m in _LAUNCHER_MARKERS)
+                launcher_is_torchrun = self._torchrun[key]
+        rows = []
+        roles: dict[tuple[int, float, str], str] = {}
+        for proc, ppid, name, cpu, rss, created in seen:
+            # A process that execs (a worker becoming neuronx-cc) keeps its pid and start
+            # time but not its name: the role is asked again then.
+            key = (proc.pid, created, name)
+            role = self._roles.get(key)
+            if role is None:
+                role = process_role(name, _command(proc), proc.pid, leader_pid, parents,
+                                    launcher_is_torchrun)
+            roles[key] = role
+            rows.append({"pid": proc.pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
+                         "rss": rss})
+        self._roles = roles  # only the living are remembered
+        return rows

@@ -46,6 +46,15 @@ def rank_log_files(session_dir: Path) -> dict[int, list[Path]]:
     return torchrun_rank_logs(session_dir / TORCHRUN_LOG_DIR)
 
 
+def torchrun_log_dirs(root: Path) -> list[Path]:
+    """The folders of torchrun's --log-dir `root` that rank logs appear in or under: `root`
+    itself, its runs, their attempts and the attempts' rank folders (for watching them)."""
+    found = [root] if root.is_dir() else []
+    for pattern in ("*", "*/attempt_*", "*/attempt_*/*"):
+        found.extend(path for path in root.glob(pattern) if path.is_dir())
+    return found
+
+
 def torchrun_rank_logs(root: Path) -> dict[int, list[Path]]:
     """As rank_log_files, for torchrun's --log-dir `root` (the session's, or the spool's)."""
     found: dict[int, list[tuple[str, Path]]] = {}

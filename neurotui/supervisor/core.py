@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from neurotui import autoprobe
-from neurotui.collect.host import host_sample, process_rows
+from neurotui.collect.host import ProcessRows, host_sample
 from neurotui.collect.telemetry import Telemetry
 from neurotui.pricing.record import price_record
 from neurotui.pricing.resolve import resolve_price
@@ -96,6 +96,7 @@ class Supervisor:
             self.selector.register(self.follower.fileno(), selectors.EVENT_READ)
         self.job: subprocess.Popen[bytes] | None = None
         self.tree: JobTree | None = None
+        self.process_rows = ProcessRows()
         self.stopping: _Stopping | None = None
         self.stop_requested = False
         self.leaving = False  # the supervisor was told to go; the job is left running
@@ -365,7 +366,7 @@ class Supervisor:
         try:
             self.writer.write("host", t=now, **host_sample())
             if self.tree is not None:
-                rows = process_rows(self.tree.refresh(), self.tree.leader_pid)
+                rows = self.process_rows.sample(self.tree.sampled(now), self.tree.leader_pid)
                 rank_pids = frozenset(r["pid"] for r in rows if r["role"] == "rank")
                 self.writer.write("procs", t=now, procs=rows)
         except Exception as exc:  # a telemetry failure is recorded, never fatal

@@ -19,7 +19,6 @@ import struct
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from neurotui.session import layout
 from neurotui.session.tailing import read_lines_backwards, split_lines
@@ -39,12 +38,16 @@ LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
 replay shows of the logs at its cursor. Log lines carry no time of their own."""
 BUSY_CHANGES_PER_S = 50
-BATCH_S = 0.02
+BATCH_MIN_S, BATCH_MAX_S = 0.02, 0.1
 """While the logs change more than BUSY_CHANGES_PER_S times a second (32 ranks printing 10
-lines a second each), they are read in batches at most BATCH_S apart rather than at each
-change: a wakeup per line would cost the supervisor several % of a core. Lines are then
-stamped with their log's modification time (when the kernel saw the write: within its
-timestamp granularity, a few ms at most), and meta.json's `log_timing` says so."""
+lines a second each), they are read in batches rather than at each change: a wakeup per line
+would cost the supervisor several % of a core. A batch waits half the time between two changes
+of the busiest log (within BATCH_MIN_S..BATCH_MAX_S), so it rarely holds two lines of one log,
+and its lines are stamped with their log's modification time (when the kernel saw the write:
+within its timestamp granularity, a few ms at most). meta.json's `log_timing` says so."""
+REDISCOVER_S = 5.0
+"""With inotify, new logs are found when a watched folder says something was created in it,
+and by a look at every folder this often in any case; without it, at every poll."""
 NO_STEP_AFTER_S = 60.0
 """A job that printed this long (and NO_STEP_MIN_LINES lines) with no step found is told so."""
 NO_STEP_MIN_LINES = 20
@@ -102,20 +105,27 @@ class _Followed:
     pending: bytes = b""
     parsed: int = 0
     """Bytes of `pending` already parsed: positions of a bar redrawn with carriage returns."""
-    file: BinaryIO | None = None
+    fd: int | None = None
     """Kept open between reads: a log changes many times a second."""
     copy: spool.Copy | None = None
     """Where a spool file's bytes go in the session (None: `path` is in the session)."""
     freed: int = 0  # a spool file's bytes up to here were given back (spool.punch_hole)
+    changes: int = 0  # times the kernel said it changed, in the second being counted
+    written_at: float | None = None
+    """When the file was last written to (its modification time), as of the last read."""
 
     def read_new(self, now: float) -> list[bytes]:
         """The complete lines appended since the last read (a partial last line waits in
         `pending`). Raises OSError (FileNotFoundError while the file is not there)."""
-        if self.file is None:
+        if self.fd is None:
             # A spool file is opened for writing too: punching holes needs it.
-            self.file = open(self.path, "r+b" if self.copy else "rb")  # noqa: SIM115 - closed by LogFollower.close
-            self.file.seek(self.offset)
-        chunk = self.file.read(_MAX_READ)
+            self.fd = os.open(self.path, os.O_RDWR if self.copy else os.O_RDONLY)
+        # Exactly what was added: a read sized for the worst case (_MAX_READ) allocates that
+        # much each time, which cost more than all the rest of a line's handling.
+        status = os.fstat(self.fd)
+        self.written_at = status.st_mtime_ns / 1e9
+        size = min(status.st_size - self.offset, _MAX_READ)
+        chunk = os.pread(self.fd, size, self.offset) if size > 0 else b""
         self.offset += len(chunk)
         if self.copy is not None:
             self.copy.write(chunk, now)
@@ -123,15 +133,16 @@ class _Followed:
             return []
         if self.copy is not None and self.offset - self.freed >= spool.PUNCH_EVERY:
             upto = self.offset - self.offset % 4096  # whole pages only
-            if spool.punch_hole(self.file.fileno(), self.freed, upto):
+            if spool.punch_hole(self.fd, self.freed, upto):
                 self.freed = upto
         lines, self.pending = split_lines(self.pending, chunk)
         return lines
 
     def close(self) -> None:
-        if self.file is not None:
+        if self.fd is not None:
             with contextlib.suppress(OSError):
-                self.file.close()
+                os.close(self.fd)
+            self.fd = None
         if self.copy is not None:
             self.copy.close()
 
@@ -154,14 +165,17 @@ class _Changes:
 
         self._inotify = INotify(nonblocking=True)
         self._mask = flags.MODIFY
+        self._folder_mask = flags.CREATE | flags.MOVED_TO
         self.paths: dict[int, Path] = {}
 
     def fileno(self) -> int:
         return self._inotify.fileno()
 
-    def watch(self, path: Path) -> bool:
+    def watch(self, path: Path, *, folder: bool = False) -> bool:
+        """Say when `path` changes (a file), or when something is created in it (a folder)."""
         try:
-            self.paths[self._inotify.add_watch(path, self._mask)] = path
+            mask = self._folder_mask if folder else self._mask
+            self.paths[self._inotify.add_watch(path, mask)] = path
             return True
         except OSError:  # no watches left (fs.inotify.max_user_watches): polled instead
             return False
@@ -227,7 +241,12 @@ class LogFollower:
     _changes_counted: int = 0  # logs changed (per read) in the second since _counting_since
     _counting_since: float = 0.0
     _busy: bool = False
-    _batched: bool = False  # the logs were read in batches at some point (see BATCH_S)
+    _batch_s: float = BATCH_MIN_S
+    _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
+    _folders: set[Path] = field(default_factory=set)  # watched for new logs (inotify)
+    _folders_watched: bool = True  # False: a folder could not be watched; looked at each poll
+    _discover_due: bool = True
+    _discovered_at: float = -float("inf")
 
     def __post_init__(self) -> None:
         if self.watch:
@@ -247,15 +266,16 @@ class LogFollower:
             return {"method": "inotify", "max_delay_s": None, "note": (
                 "lines stamped when read, as soon as the kernel said their log changed; while "
                 f"the logs changed more than {BUSY_CHANGES_PER_S} times a second, read in "
-                f"batches up to {BATCH_S * 1000:.0f} ms apart and stamped with their log's "
+                f"batches {BATCH_MIN_S * 1000:.0f} to {BATCH_MAX_S * 1000:.0f} ms apart (half "
+                "the time between two lines of the busiest log) and stamped with their log's "
                 "modification time (the kernel's timestamp granularity, a few ms at most)")}
         return {"method": "inotify", "max_delay_s": None,
                 "note": "lines stamped when read, as soon as the kernel said their log changed"}
 
     @property
     def pause_s(self) -> float:
-        """How long the caller waits before the next read: 0, or BATCH_S while busy."""
-        return BATCH_S if self._busy else 0.0
+        """How long the caller waits before the next read: 0, or a batch's time while busy."""
+        return self._batch_s if self._busy else 0.0
 
     def on_change(self, now: float) -> None:
         """Read the logs the kernel says changed (the supervisor's selector saw `fileno`)."""
@@ -264,6 +284,12 @@ class LogFollower:
         if now - self._counting_since >= 1.0:
             self._busy = self._changes_counted > BUSY_CHANGES_PER_S
             self._batched |= self._busy
+            busiest = max((f.changes for f in self._files.values()), default=0)
+            per_s = busiest / (now - self._counting_since)
+            self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, 0.5 / per_s)) if per_s else \
+                BATCH_MAX_S
+            for followed in self._files.values():
+                followed.changes = 0
             self._changes_counted, self._counting_since = 0, now
         changed = self._changes.changed()
         # Counted per log, not per wakeup: batched reads wake less often but see as many logs
@@ -272,6 +298,12 @@ class LogFollower:
         for path in changed:
             followed = self._files.get(path)
             if followed is not None:
+                followed.changes += 1
+                self._read(followed, now)
+            elif path in self._folders:
+                self._discover_due = True  # a new log, or a folder one will be in
+        if self._discover_due:
+            for followed in self._discover(now):  # lines written before it was watched
                 self._read(followed, now)
 
     def close(self) -> None:
@@ -284,7 +316,7 @@ class LogFollower:
         """Go on where a dead supervisor left off: each log from its last mark (`offsets`; no
         mark at all: from the logs' current ends), and no step line of this attempt at or below
         a rank's step already recorded (`recorded_steps`: lines past the mark it had read)."""
-        self._discover()
+        self._discover(0.0)
         for followed in self._files.values():
             if offsets is None:
                 with contextlib.suppress(OSError):
@@ -301,7 +333,7 @@ class LogFollower:
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
         self._probed_ranks.update(layout.probe_files(self.session_dir))
-        self._discover()
+        self._discover(now)
         for followed in self._files.values():
             # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
             # the last one, after the job's exit, reads each to its end.
@@ -361,41 +393,59 @@ class LogFollower:
         return self.spool_dir if self.spool_dir is not None else \
             self.session_dir / layout.LOGS_DIR
 
-    def _discover(self) -> None:
-        root = self.logs_root
-        launcher = root / layout.LAUNCHER_LOG_NAME
-        if launcher not in self._files and launcher.exists():
-            self._follow(launcher, None)
-        for rank, paths in layout.torchrun_rank_logs(root / layout.TORCHRUN_LOG_NAME).items():
-            for path in paths:
-                if path not in self._files:
-                    self._follow(path, rank)
+    def _discover(self, now: float) -> list[_Followed]:
+        """Follow the logs that appeared; returns them. With inotify, only when a watched
+        folder said so (or REDISCOVER_S passed): looking through torchrun's folders at every
+        poll cost more than an idle supervisor's other work."""
+        watching = self._changes is not None and self._folders_watched
+        if watching and not self._discover_due and now - self._discovered_at < REDISCOVER_S:
+            return []
+        self._discover_due, self._discovered_at = False, now
+        found: list[_Followed] = []
+        while True:  # a folder made before its parent was watched is found by looking again
+            root = self.logs_root
+            launcher = root / layout.LAUNCHER_LOG_NAME
+            if launcher not in self._files and launcher.exists():
+                found.append(self._follow(launcher, None))
+            torchrun = root / layout.TORCHRUN_LOG_NAME
+            for rank, paths in layout.torchrun_rank_logs(torchrun).items():
+                for path in paths:
+                    if path not in self._files:
+                        found.append(self._follow(path, rank))
+            if not watching:
+                return found
+            folders = [root] if root.is_dir() else []
+            new = [d for d in (*folders, *layout.torchrun_log_dirs(torchrun))
+                   if d not in self._folders]
+            if not new:
+                return found
+            for folder in new:
+                assert self._changes is not None
+                self._folders_watched &= self._changes.watch(folder, folder=True)
+                self._folders.add(folder)
 
-    def _follow(self, path: Path, rank: int | None) -> None:
+    def _follow(self, path: Path, rank: int | None) -> _Followed:
         relative = path.relative_to(self.logs_root).as_posix()
         name = f"{layout.LOGS_DIR}/{relative}"  # as the session names it, spool or not
         copy = spool.Copy(self.session_dir / name) if self.spool_dir is not None else None
-        self._add(_Followed(path, name, rank, copy=copy))
-
-    def _add(self, followed: _Followed) -> None:
-        self._files[followed.path] = followed
-        if self._changes is not None and not self._changes.watch(followed.path):
+        followed = self._files[path] = _Followed(path, name, rank, copy=copy)
+        if self._changes is not None and not self._changes.watch(path):
             self._unwatched += 1
+        return followed
 
     def _read(self, followed: _Followed, now: float) -> bool:
         """Take what `followed` gained; True when there may be more (a full read)."""
         before = followed.offset
-        if self._busy and followed.file is not None:
-            # Read in batches: a line read now may have been written up to BATCH_S ago, and
-            # stamping it now would round every step time to whole batch periods (100 ms
-            # steps read every 26 ms come out 104). The kernel's modification time of the
-            # log is when its last write happened (taken before reading: no later write).
-            with contextlib.suppress(OSError):
-                now = min(now, os.fstat(followed.file.fileno()).st_mtime_ns / 1e9)
         try:
             lines = followed.read_new(now)
         except OSError:
             return False
+        if self._busy and followed.written_at is not None:
+            # Read in batches: a line read now may have been written a batch ago, and
+            # stamping it now would round every step time to whole batch periods (100 ms
+            # steps read every 26 ms come out 104). The kernel's modification time of the
+            # log is when its last write happened (taken before reading: no later write).
+            now = min(now, followed.written_at)
         for raw in lines:
             rest = raw[followed.parsed:]
             if followed.parsed and not rest.strip(b"\r \t"):
@@ -435,7 +485,10 @@ class LogFollower:
         if rank is None and self.parse_launcher:
             rank, line = strip_rank_prefix(line)  # a plain command: ranks only by prefix
         if keep_in_tail:  # a bar's every redraw would push the real last lines out
-            self.tails.setdefault(rank, deque(maxlen=_TAIL_LINES)).append(_capped(line))
+            tail = self.tails.get(rank)
+            if tail is None:
+                tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
+            tail.append(_capped(line))
             self._lines += 1
             if self._first_line_at is None:
                 self._first_line_at = now
@@ -482,9 +535,13 @@ class LogFollower:
                     samples, samples_from = record.throughput * step_time, "throughput"
             self._last_stamp[rank] = (now, step)
             # Every figure the line carries is kept: printed throughput, running total, batch.
-            printed = {key: value for key, value in (
-                ("throughput", record.throughput), ("samples_total", record.samples_total),
-                ("global_batch", record.global_batch)) if value is not None}
+            printed = {}
+            if record.throughput is not None:
+                printed["throughput"] = record.throughput
+            if record.samples_total is not None:
+                printed["samples_total"] = record.samples_total
+            if record.global_batch is not None:
+                printed["global_batch"] = record.global_batch
             if samples_from is not None:
                 printed["samples_from"] = samples_from
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,

@@ -14,13 +14,31 @@ import signal
 import psutil
 
 ProcKey = tuple[int, float]
+RESCAN_S = 1.0
+SETTLED_RESCAN_S = 5.0
+"""How often `sampled` rescans the tree: each second while it changes (ranks starting, a
+compiler), every SETTLED_RESCAN_S once it did not change in a rescan. A scan reads every
+process of the host (/proc/PID/stat), hundreds on a big instance: most of an idle
+supervisor's cost when done every second."""
 
 
 class JobTree:
     def __init__(self, leader_pid: int) -> None:
         self.leader_pid = leader_pid
         self.known: dict[ProcKey, psutil.Process] = {}
+        self._sampled: list[psutil.Process] = []
+        self._next_scan = 0.0
         self.refresh()
+
+    def sampled(self, now: float) -> list[psutil.Process]:
+        """The tree for telemetry: the last scan's processes, rescanned when due (see
+        RESCAN_S). One that ended since is skipped by its sampler (psutil raises)."""
+        if now >= self._next_scan:
+            before = {id(proc) for proc in self._sampled}
+            self._sampled = self.refresh()
+            settled = {id(proc) for proc in self._sampled} == before
+            self._next_scan = now + (SETTLED_RESCAN_S if settled else RESCAN_S)
+        return self._sampled
 
     def refresh(self) -> list[psutil.Process]:
         """Re-scan the tree; processes seen once stay remembered until they are gone."""

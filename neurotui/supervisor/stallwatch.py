@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neurotui.defaults import DEFAULT_WARMUP_STEPS, stall_limit_s
+from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_WARMUP_STEPS, stall_limit_s
 from neurotui.session import layout
 from neurotui.session.tailing import read_new_lines
 from neurotui.supervisor.alerting import Raised
@@ -121,9 +121,11 @@ class StallWatch:
         for rank, track in best.items():
             if not track.times:
                 continue
-            median = statistics.median(track.times)
             seen = max(track.last_t, self._compiled_at.get(rank, float("-inf")), any_rank)
             silence = now - seen
+            if silence <= DEFAULT_MIN_STALL_S:
+                continue  # never stalled this soon: no median needed (32 ranks, each second)
+            median = statistics.median(track.times)
             if silence > stall_limit_s(median):
                 out[rank] = (silence, median, track.last_step)
         return out

@@ -168,3 +168,59 @@ def test_a_huge_output_line_is_cut_in_the_tail_and_says_so(tmp_path) -> None:
     tail = follower.tail_lines()["launcher"]
     assert tail[-1] == "last words"
     assert len(tail[0]) < 2100 and tail[0].endswith("[cut: 10,000,000 characters in all]")
+
+
+def _watching(follower: LogFollower) -> selectors.BaseSelector:
+    if follower.fileno() is None:
+        pytest.skip("inotify is not available on this system (the follower polls instead)")
+    selector = selectors.DefaultSelector()
+    selector.register(follower.fileno(), selectors.EVENT_READ)
+    return selector
+
+
+def test_a_rank_log_made_later_is_found_at_once_through_its_folder(tmp_path) -> None:
+    """torchrun makes its run, attempt and rank folders after the follower started: each
+    new folder is watched as it appears, and the new log's first line is read and stamped
+    when written, with no poll in between."""
+    session, writer, follower = new_follower(tmp_path)
+    follower.poll(time.time())  # follows the launcher log, watches logs/
+    selector = _watching(follower)
+    rank_dir = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0" / "3"
+    rank_dir.mkdir(parents=True)
+    written = time.time()
+    (rank_dir / "stdout.log").write_text("neurotui-runner step=1 rank=3 samples=16 loss=1.0\n")
+    deadline = time.time() + 2.0
+    while time.time() < deadline and not (session / layout.EVENTS).stat().st_size:
+        if selector.select(timeout=0.1):
+            follower.on_change(time.time())
+        writer.flush()
+    steps = steps_of(session, writer)
+    assert list(steps["rank"]) == [3] and list(steps["step"]) == [1]
+    assert steps["t"].iloc[0] - written < 0.05
+
+
+def test_busy_logs_are_read_in_batches_of_half_the_busiest_logs_line_interval(tmp_path) -> None:
+    """Over 50 changes a second in all: read in batches, each half the time between two
+    lines of the busiest log, so that a batch rarely holds two lines of one log."""
+    session, writer, follower = new_follower(tmp_path)
+    root = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0"
+    logs = []
+    for rank in range(8):
+        (root / str(rank)).mkdir(parents=True)
+        logs.append(open(root / str(rank) / "stdout.log", "a", buffering=1))  # noqa: SIM115
+    follower.poll(time.time())
+    selector = _watching(follower)
+    assert follower.pause_s == 0.0
+    start, step = time.time(), 0
+    while time.time() - start < 2.3:  # each log 10 lines a second: 80 changes a second
+        step += 1
+        for rank, log in enumerate(logs):
+            log.write(f"neurotui-runner step={step} rank={rank} samples=16 loss=1.0\n")
+        time.sleep(0.1)
+        while selector.select(timeout=0):
+            follower.on_change(time.time())
+    for log in logs:
+        log.close()
+    assert follower.pause_s == pytest.approx(0.05, rel=0.35)  # 0.5 / 10 lines a second
+    assert "batches 20 to 100 ms apart" in follower.timing["note"]
+    writer.close()
