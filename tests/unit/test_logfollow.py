@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.logfollow import LogFollower, _step_json
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
 
@@ -133,3 +137,30 @@ def test_resume_point_is_read_from_the_end_of_the_events(tmp_path: Path) -> None
     assert resume_point(events, attempt=1) == ({"logs/launcher.log": 999}, {0: 38, 1: 39})
     assert resume_point(events, attempt=0) == ({"logs/launcher.log": 999}, {})
     assert resume_point(tmp_path / "missing.jsonl", attempt=0) == (None, {})
+
+
+_maybe_number = st.none() | st.floats(allow_nan=True, allow_infinity=True) | \
+    st.integers(-(2**70), 2**70)
+
+
+@given(t=st.floats(allow_nan=False, allow_infinity=False), rank=st.integers(0, 2**40),
+       step=st.integers(-(2**70), 2**70), samples=_maybe_number, loss=_maybe_number,
+       dt=_maybe_number, attempt=st.integers(0, 1000), throughput=_maybe_number,
+       samples_total=_maybe_number, global_batch=_maybe_number,
+       samples_from=st.sampled_from([None, "line", "throughput"]))
+def test_a_step_record_encoded_by_hand_is_what_the_json_encoder_writes(
+        t, rank, step, samples, loss, dt, attempt, throughput, samples_total, global_batch,
+        samples_from) -> None:
+    """Step records are built directly (the hottest record); where that is not the encoder's
+    own text (NaN, infinity), it declines and the encoder writes them."""
+    encoded = _step_json(t, rank, step, samples, loss, dt, attempt, throughput, samples_total,
+                         global_batch, samples_from)
+    record = {"t": t, "kind": "step", "rank": rank, "step": step, "samples": samples,
+              "loss": loss, "dt": dt, "phases": None, "src": "log", "attempt": attempt,
+              **{k: v for k, v in (("throughput", throughput), ("samples_total", samples_total),
+                                   ("global_batch", global_batch),
+                                   ("samples_from", samples_from)) if v is not None}}
+    finite = all(not isinstance(v, float) or math.isfinite(v) for v in record.values())
+    assert (encoded is not None) == finite
+    if encoded is not None:
+        assert encoded == json.dumps(record)
