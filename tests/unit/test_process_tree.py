@@ -1,0 +1,85 @@
+"""The job's process tree as telemetry samples it: real processes, real /proc."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from neurotui.collect.host import ProcessRows
+from neurotui.supervisor.process_tree import SETTLED_RESCAN_S, JobTree
+
+# A launcher named like torchrun, two ranks, each with a worker (a DataLoader's); with
+# SHORT set, one more child of the launcher that ends after a second and is reaped.
+_LAUNCHER = """
+import subprocess, sys, time
+rank = ("import subprocess, time; subprocess.Popen(['sleep', '60']); time.sleep(60)")
+ranks = [subprocess.Popen([sys.executable, '-c', rank]) for _ in range(2)]
+if sys.argv[2:] == ['SHORT']:
+    subprocess.Popen(['sleep', '1']).wait()
+time.sleep(60)
+"""
+
+
+def _wait_for(tree_pid: int, count: int) -> None:
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        if len(psutil.Process(tree_pid).children(recursive=True)) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the job did not start its {count} processes")
+
+
+@pytest.fixture
+def job(request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[bytes]]:
+    extra = getattr(request, "param", [])
+    proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, "torchrun", *extra],
+                            start_new_session=True)
+    try:
+        yield proc
+    finally:
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            child.kill()
+        proc.kill()
+        proc.wait()
+
+
+def test_roles_of_a_torchrun_tree_and_each_command_line_read_once(job, monkeypatch) -> None:
+    _wait_for(job.pid, 4)
+    read = []
+    real_cmdline = psutil.Process.cmdline
+
+    def cmdline(self: psutil.Process) -> list[str]:
+        read.append(self.pid)
+        return real_cmdline(self)
+
+    monkeypatch.setattr(psutil.Process, "cmdline", cmdline)
+    tree, rows = JobTree(job.pid), ProcessRows()
+    first = rows.sample(tree.sampled(100.0), job.pid)
+    roles = sorted(row["role"] for row in first)
+    assert roles == ["launcher", "rank", "rank", "worker", "worker"]
+    assert next(r["role"] for r in first if r["pid"] == job.pid) == "launcher"
+    once = len(read)
+    assert once <= len(first) + 1  # each process's, and the launcher's for its kind
+    again = rows.sample(tree.sampled(100.5), job.pid)
+    assert sorted(row["role"] for row in again) == roles
+    assert len(read) == once  # roles are remembered, not worked out at every sample
+    assert all(row["rss"] > 0 for row in again)
+
+
+@pytest.mark.parametrize("job", [["SHORT"]], indirect=True)
+def test_a_settled_tree_is_rescanned_every_few_seconds_a_changing_one_each_second(job) -> None:
+    _wait_for(job.pid, 5)
+    tree = JobTree(job.pid)
+    assert len(tree.sampled(100.0)) == 6  # the first scan
+    assert len(tree.sampled(101.0)) == 6  # rescanned a second later: no change, settled
+    deadline = time.time() + 10
+    while len(psutil.Process(job.pid).children(recursive=True)) > 4 and time.time() < deadline:
+        time.sleep(0.05)  # the short-lived child ended and was reaped
+    assert len(tree.sampled(100.9 + SETTLED_RESCAN_S)) == 6  # not looked at yet
+    assert len(tree.sampled(101.0 + SETTLED_RESCAN_S)) == 5  # rescanned: it is gone
+    assert tree.sampled(101.5 + SETTLED_RESCAN_S) is tree.sampled(101.9 + SETTLED_RESCAN_S)
