@@ -165,8 +165,9 @@ class _Followed:
         if not chunk:
             return []
         if self.copy is not None and self.offset - self.freed >= spool.PUNCH_EVERY:
-            upto = self.offset - self.offset % 4096  # whole pages only
-            if spool.punch_hole(self.fd, self.freed, upto):
+            copied = self.offset - self.copy.waiting  # only what is in the session already
+            upto = copied - copied % 4096  # whole pages only
+            if upto > self.freed and spool.punch_hole(self.fd, self.freed, upto):
                 self.freed = upto
         lines, self.pending = split_lines(self.pending, chunk)
         return lines
@@ -372,6 +373,8 @@ class LogFollower:
             # the last one, after the job's exit, reads each to its end.
             while self._read(followed, now) and final:
                 pass
+            if followed.copy is not None:
+                followed.copy.flush(now)  # before `_mark` says how far the copy goes
             loss = followed.copy.take_loss(final) if followed.copy is not None else None
             if loss is not None:
                 lost, since, until, error = loss

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +92,15 @@ def punch_hole(fd: int, start: int, end: int) -> bool:
     return True
 
 
+COPY_BATCH_BYTES = 64 << 10
+"""A copy is written out at the follower's polls (every half second), or once this much waits:
+one write per read cost the supervisor a syscall for each burst of each rank's output."""
+
+
 class Copy:
     """The session's copy of one spool file: append-only, and a full disk drops bytes (counted,
     with when) instead of failing. The first write that works again says in the copy itself
-    what was lost there."""
+    what was lost there. Bytes wait in memory until `flush` (see COPY_BATCH_BYTES)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -105,11 +111,29 @@ class Copy:
         self.lost_to: float | None = None
         self.error: str | None = None
         self._marked = True  # the last loss is marked in the copy (or there was none)
+        self._waiting: list[bytes] = []
+        self.waiting = 0
+        """Bytes given to `write` and not written out yet (the spool keeps them too)."""
 
     def write(self, data: bytes, now: float) -> None:
-        """Append `data` (nothing: only make sure the copy exists, as the spool file does)."""
-        if not data and self._fd is not None:
-            return
+        """Append `data` at the next flush (nothing: only make sure the copy exists now, as
+        the spool file does)."""
+        if data:
+            self._waiting.append(data)
+            self.waiting += len(data)
+            if self.waiting >= COPY_BATCH_BYTES:
+                self.flush(now)
+        elif self._fd is None:
+            self._write_out(b"", now)
+
+    def flush(self, now: float) -> None:
+        """Write out what waits."""
+        if self._waiting:
+            data = b"".join(self._waiting)
+            self._waiting, self.waiting = [], 0
+            self._write_out(data, now)
+
+    def _write_out(self, data: bytes, now: float) -> None:
         try:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +184,8 @@ class Copy:
         self.lost_bytes, self.lost_from, self.lost_to, self.error = 0, None, None, None
         return loss
 
-    def close(self) -> None:
+    def close(self, now: float | None = None) -> None:
+        self.flush(time.time() if now is None else now)
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)

@@ -95,14 +95,20 @@ def test_the_reserve_makes_room_for_the_runs_end(tmp_path: Path,
 
 
 def test_a_log_copy_drops_bytes_and_marks_where(tmp_path: Path, disk: Disk) -> None:
+    """Bytes wait for the follower's poll (`flush`); those the disk refuses then are counted,
+    and the first flush that works says where they went missing."""
     copy = spool.Copy(tmp_path / "logs" / "launcher.log")
     copy.write(b"line 1\n", 1.0)
+    copy.flush(1.0)  # as the follower's poll does
     disk.full = True
     copy.write(b"line 2\n", 2.0)
+    copy.flush(2.0)  # as the follower's poll does
     copy.write(b"line 3\n", 3.0)
+    copy.flush(3.0)  # as the follower's poll does
     assert copy.take_loss() is None  # not said while the disk still refuses
     disk.full = False
     copy.write(b"line 4\n", 4.0)
+    copy.flush(4.0)  # as the follower's poll does
     assert copy.take_loss() == (14, 2.0, 3.0, "No space left on device")
     assert copy.take_loss() is None
     copy.close()
@@ -114,9 +120,29 @@ def test_a_log_copy_drops_bytes_and_marks_where(tmp_path: Path, disk: Disk) -> N
 def test_a_loss_until_the_end_is_still_said(tmp_path: Path, disk: Disk) -> None:
     copy = spool.Copy(tmp_path / "out.log")
     copy.write(b"a\n", 1.0)
+    copy.flush(1.0)  # as the follower's poll does
     disk.full = True
     copy.write(b"bb\n", 2.0)
+    copy.flush(2.0)  # as the follower's poll does
     assert copy.take_loss(final=True) == (3, 2.0, 2.0, "No space left on device")
+
+
+def test_a_log_copy_waits_for_a_flush_or_a_batch(tmp_path: Path) -> None:
+    """One write per poll, not per read; a flood is written out every COPY_BATCH_BYTES."""
+    path = tmp_path / "out.log"
+    copy = spool.Copy(path)
+    copy.write(b"", 1.0)
+    assert path.exists() and path.stat().st_size == 0  # made at once, as the spool file is
+    copy.write(b"a\n", 1.0)
+    copy.write(b"b\n", 1.1)
+    assert path.stat().st_size == 0 and copy.waiting == 4
+    copy.flush(1.2)
+    assert path.read_bytes() == b"a\nb\n" and copy.size == 4 and copy.waiting == 0
+    copy.write(b"x" * spool.COPY_BATCH_BYTES, 1.3)
+    assert copy.size == 4 + spool.COPY_BATCH_BYTES and copy.waiting == 0
+    copy.write(b"end\n", 1.4)
+    copy.close()  # the last bytes too
+    assert path.read_bytes()[-5:] == b"xend\n" and path.stat().st_size == copy.size
 
 
 def test_a_probe_file_drops_whole_batches_and_leaves_its_count_in_the_spool(
