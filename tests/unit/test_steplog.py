@@ -18,12 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurotui.sources.steplog import (
+    _PREFILTER,
     COMPILE_KINDS,
     MAX_LINE_CHARS,
     CompileLine,
     LogReport,
     StepLine,
     StepLineParser,
+    _maybe_step,
     classify_compile,
     explain,
     strip_rank_prefix,
@@ -208,7 +210,16 @@ def test_two_workers_compile_then_cache_hit() -> None:
         ("", (None, "")),
         ("[default]:x", (None, "[default]:x")),
         ("[default0] x", (None, "[default0] x")),
-        ("[worker0]:x", (None, "[worker0]:x")),
+        # torchrun names the prefix after --role; a prefix template can add the local rank.
+        ("[worker0]:x", (0, "x")),
+        ("[trainer0|0]:1|25|Loss: 1.26", (0, "1|25|Loss: 1.26")),
+        ("[trainer3|1]:x", (3, "x")),
+        ("[0]:LOG x", (None, "[0]:LOG x")),
+        ("[Rank 0] step=40", (None, "[Rank 0] step=40")),
+        ("[trainer0|]:x", (None, "[trainer0|]:x")),
+        ("[step10]: loss 0.5", (None, "[step10]: loss 0.5")),
+        ("[1,mpirank:0,algo-1]<stdout>:#015Epoch 0", (0, "#015Epoch 0")),
+        ("[1,mpirank:3,algo-2]<stderr>:x", (3, "x")),
         (" [default0]:x", (None, " [default0]:x")),
         ("[1,0]<stdin>:x", (None, "[1,0]<stdin>:x")),
     ],
@@ -721,6 +732,20 @@ HOSTILE = [
     "\x1b]" * 20000 + "loss step 1",
     "0" * 50 + "]:" + " step 1 loss 1" * 3000,
     "Epoch 0:  10%|█ | 10/100 [00:05<00:45, 2.00it/s, " + "loss=1, " * 7000 + "]",
+    # the rules added for the held-out captures
+    "Train: 1 [" * 7000 + " loss",
+    "Epoch(train) [1][" * 4000 + "Loss",
+    "Epoch: [0][1/2] " + "data time: 1 " * 5000 + " loss",
+    "| epoch 1:  2 / 3 " * 4000 + "loss=",
+    "epoch loss=" + "epoch 1  2 / 3  " * 4000,
+    "1/2 (epoch 1), train_loss = 1" + " " * 60000,
+    "(epoch: 1, iters: 1, time: 1, data: 1) " * 1600 + "iters:",
+    "0/1, SamplesPerSec=1, " * 3000,
+    "step=1, skipped=1, " * 3000,
+    "50% 1/2 [" * 7000 + "it/s",
+    "1% " * 20000 + "1/2 [ it/s",
+    "[1, 1]" + " " * 60000 + "loss",
+    "{'loss': " + "1" * 30 + "," + "x" * 60000,
 ]
 
 
@@ -1137,3 +1162,215 @@ def test_step_line_new_fields_are_optional_and_last() -> None:
     assert names[7:] == ["global_batch", "printed_time", "bar_n", "bar_total", "bar_key"]
     rec = StepLine(1, None, 2.0, None, None, None)
     assert json.dumps(dataclasses.asdict(rec))  # plain values only
+
+
+# --------------------------------------------------------------------------- formats met on
+# logs the parser was not written from (tests/fixtures/steplogs/heldout)
+
+
+def test_prefilter_function_is_the_word_list() -> None:
+    for word in _PREFILTER:
+        assert _maybe_step(f"xx {word} yy")
+    assert not _maybe_step("UserWarning: This DataLoader will create 4 worker processes")
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "n", "total", "loss"),
+    [
+        # Notebook / CloudWatch copies drop the glyphs and the pipes around them.
+        ("Epoch 0:  50% 1/2 [00:00<00:00,  6.54it/s, loss=2.29, v_num=0]", "Epoch", 1, 2, 2.29),
+        ("Epoch 0:  34% 1020/3000 [01:04<02:05, 15.73it/s, loss=1.2, v_num=1024]", "Epoch", 1020,
+         3000, 1.2),
+    ],
+)
+def test_bar_without_glyphs(line: str, key: str, n: int, total: int, loss: float) -> None:
+    rec = PARSER.parse(line)
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_key, rec.bar_n, rec.bar_total, rec.loss) == (key, n, total, loss)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # A new epoch's bar still shows the last epoch's loss: nothing is done yet.
+        "Epoch 1:   0% 0/2 [00:00<?, ?it/s, loss=2.29, v_num=0, val_acc=0.166]",
+        "Epoch 1:   0%|          | 0/2 [00:00<?, ?it/s, loss=2.29, v_num=0]",
+        # Unlabelled and far too fast for a training step: a download or a dataset pass.
+        "100%|██████████| 4542/4542 [00:00<00:00, 20528587.03it/s]",
+        " 37%|███▋      | 1843/5000 [00:01<00:01, 1809.12it/s]",
+        "100% 1648877/1648877 [00:00<00:00, 27617389.31it/s]",
+        "Validation DataLoader 0: 100% 1/1 [00:00<00:00, 1113.73it/s]",
+    ],
+)
+def test_more_bars_that_are_not_training_steps(line: str) -> None:
+    assert PARSER.parse(line) is None
+
+
+def test_fast_bars_that_are_still_training_steps() -> None:
+    # a description, or a loss, says it is training; slower than 100 it/s it may be
+    for line in (
+        "Epoch 0:  50%|█████     | 500/1000 [00:01<00:01, 450.00it/s]",
+        " 50%|█████     | 500/1000 [00:01<00:01, 450.00it/s, loss=0.5]",
+        " 50%|█████     | 500/1000 [00:05<00:05, 99.00it/s]",
+    ):
+        assert isinstance(PARSER.parse(line), StepLine), line
+
+
+def test_bar_cut_before_its_bracket_drops_the_last_postfix_item() -> None:
+    # a wrapped line: "loss=0." may have been "loss=0.1234"
+    rec = PARSER.parse("Epoch 1:  50%|█████     | 50/100 [00:10<00:10,  4.83it/s, v_num=0, loss=0.")
+    assert isinstance(rec, StepLine) and rec.bar_n == 50 and rec.loss is None
+    rec = PARSER.parse("Epoch 1:  50%|█████     | 50/100 [00:10<00:10,  4.83it/s, loss=0.25, v_n")
+    assert isinstance(rec, StepLine) and rec.loss == 0.25
+
+
+def test_epoch_batch_counters_of_mmengine_mmcv_timm_and_openpcdet() -> None:
+    rec = PARSER.parse(
+        "2024/01/24 02:47:35 - mmengine - INFO - Epoch(train)  [83][  50/2693]  base_lr: 2.0e-03"
+        " lr: 3.96e-04  eta: 14:57:00  time: 1.1114  data_time: 0.0995  memory: 27201  "
+        "grad_norm: 1298.9  loss: 1917.3984  loss_cls: 708.9749"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_key, rec.bar_n, rec.bar_total, rec.loss, rec.dt) == (
+        "Epoch", 50, 2693, 1917.3984, 1.1114,
+    )  # fmt: skip
+    rec = PARSER.parse(
+        "2020-05-08 18:56:16,649 - mmdet - INFO - Epoch [1][2400/7517]\tlr: 0.00125, eta: 4:33:09"
+        ", time: 0.595, data_time: 0.032, memory: 6836, loss_rpn_cls: 0.0989, loss: 0.4890"
+    )
+    assert isinstance(rec, StepLine) and (rec.bar_n, rec.loss, rec.dt) == (2400, 0.489, 0.595)
+    rec = PARSER.parse(
+        "Train: 0 [  50/73 ( 70%)]  Loss: 6.77 (6.83)  Time: 0.320s,  400.32/s  (0.470s,  "
+        "272.39/s)  LR: 1.000e-05  Data: 0.217 (0.047)"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_n, rec.bar_total, rec.loss, rec.dt, rec.throughput) == (
+        50, 73, 6.77, 0.32, 400.32,
+    )  # fmt: skip
+    rec = PARSER.parse(
+        "2023-01-05 16:34:49,377   INFO  Train:    1/3 ( 33%) [  49/323 ( 15%)]  Loss: 36.77 "
+        "(81.7)  LR: 1.351e-04  Time cost: 00:15/01:25 [00:15/04:48]  Acc_iter 50          "
+        "Data time: 0.00(0.02)  Forward time: 0.31(0.29)  Batch time: 0.31(0.31)"
+    )
+    assert isinstance(rec, StepLine) and (rec.bar_n, rec.loss, rec.dt) == (49, 36.77, 0.31)
+
+
+def test_mnist_example_counts_samples_not_batches() -> None:
+    rec = PARSER.parse("Train Epoch: 1 [12800/45000 (28%)]\tLoss: 2.316770")
+    assert isinstance(rec, StepLine)
+    assert (rec.samples_total, rec.bar_n, rec.loss) == (12800.0, None, 2.31677)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "04/21 21:03:53 - mmengine - INFO - Epoch(val) [1][10/50]  eta: 0:00:01  time: 0.01",
+        "Test: [  30/30]  Time: 3.856 (0.732)  Loss:   6.615 ( 6.691)  Acc@1:   0.000 (  0.076)",
+        "====> Epoch 1 Average train loss: 2.3434",
+        "[1 / 10]: Accuracy on test set: 96.5 % ",
+        "Epoch [1][100/5005]    lr: 1.000e-01, eta: 37 days, 5:46:17, memory: 3086",
+    ],
+)
+def test_epoch_lines_that_are_not_training_steps(line: str) -> None:
+    assert PARSER.parse(line) is None
+
+
+def test_cifar_tutorial_epoch_comma_batch() -> None:
+    rec = PARSER.parse("[1,  2000] loss: 2.183")
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_key, rec.bar_n, rec.loss) == ("Epoch", 2000, 2.183)
+    rec = PARSER.parse("[1,   300]: loss: 0.719 , acc: 79.59 , time: 0.43149 % ")
+    assert isinstance(rec, StepLine) and (rec.bar_n, rec.loss) == (300, 0.719)
+
+
+def test_fairseq_progress_lines() -> None:
+    rec = PARSER.parse(
+        "| epoch 009:   1000 / 2737 loss=6.220, nll_loss=5.070, ppl=33.60, wps=12800, ups=4.0, "
+        "wpb=2568, bsz=108, num_updates=22897, lr=0.000208983, gnorm=1.242, clip=0%, oom=0"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.loss, rec.dt, rec.global_batch, rec.bar_n) == (
+        22897, 6.22, 0.25, 108.0, None,
+    )  # fmt: skip
+    rec = PARSER.parse(
+        "| epoch 010  2000 / 8223 loss=1.27 (1.50), wps=962, wpb=908, bsz=32, lr=0.001, clip=100%"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.bar_key, rec.bar_n, rec.bar_total, rec.loss) == (
+        None, "epoch", 2000, 8223, 1.27,
+    )  # fmt: skip
+    for line in (
+        "| epoch 009 | loss 6.233 | nll_loss 5.085 | ppl 33.94 | wps 12857 | num_updates 24633",
+        "| epoch 010 | valid on 'valid' subset  1000 / 1311 loss=1.60",
+        "| epoch 009 | valid on 'valid' subset | valid_loss 6.37204 | num_updates 24633",
+    ):
+        assert PARSER.parse(line) is None, line
+
+
+def test_char_rnn_lines() -> None:
+    rec = PARSER.parse(
+        "112/9500 (epoch 0.589), train_loss = 3.44701844, grad/param norm = 3.8647e-01, "
+        "time/batch = 0.1673s\t"
+    )
+    assert isinstance(rec, StepLine) and (rec.step, rec.loss, rec.dt) == (112, 3.44701844, 0.1673)
+    rec = PARSER.parse("168/446 (epoch 0), train_loss = 2.304, time/batch = 0.160")
+    assert isinstance(rec, StepLine) and (rec.step, rec.loss, rec.dt) == (168, 2.304, 0.16)
+
+
+def test_cyclegan_loss_lines_are_positions_without_a_loss() -> None:
+    rec = PARSER.parse(
+        "(epoch: 1, iters: 100, time: 0.507, data: 0.091) D_A: 0.201 G_A: 0.297 cycle_A: 4.741"
+    )
+    assert isinstance(rec, StepLine)
+    assert (rec.bar_key, rec.bar_n, rec.loss, rec.dt) == ("epoch", 100, None, None)
+    for line in (
+        "saving the model at the end of epoch 355, iters 800",
+        "End of epoch 355 / 400   Time Taken: 88 sec",
+        "(epoch: 1, iters: 100, time: 0.507, data: 0.091)",
+    ):
+        assert PARSER.parse(line) is None, line
+
+
+def test_deepspeed_step_report_and_throughput_timer() -> None:
+    rec = PARSER.parse(
+        "[2022-03-11 02:06:58,985] [INFO] [logging.py:69:log_dist] [Rank 0] step=40, skipped=2,"
+        " lr=[5e-05], mom=[[0.9, 0.999]]"
+    )
+    assert isinstance(rec, StepLine) and (rec.step, rec.loss, rec.throughput) == (40, None, None)
+    rec = PARSER.parse(
+        "[2023-07-25 21:03:17,269] [INFO] [timer.py:215:stop] epoch=0/micro_step=34/"
+        "global_step=34, RunningAvgSamplesPerSec=7.86, CurrSamplesPerSec=8.01, MemAllocated=59GB"
+    )
+    assert isinstance(rec, StepLine) and (rec.step, rec.throughput) == (34, 8.01)
+    rec = PARSER.parse("[INFO] [timer.py:189:stop] 0/40, SamplesPerSec=83.48, MemAllocated=0.26GB")
+    assert isinstance(rec, StepLine)
+    assert (rec.step, rec.bar_key, rec.bar_n, rec.throughput) == (None, "DeepSpeed", 40, 83.48)
+    assert PARSER.parse("[deepspeed] OVERFLOW! Rank 0 Skipping step. skipped=3") is None
+
+
+def test_hf_dict_wrapped_onto_the_next_line_keeps_a_whole_loss() -> None:
+    rec = PARSER.parse("{'loss': 0.0923, 'grad_norm': 2.38, 'learning_rate': 1.9e-05, 'epo")
+    assert isinstance(rec, StepLine) and rec.loss == 0.0923
+    assert PARSER.parse("{'loss': 0.09") is None  # the number may go on on the next line
+    assert PARSER.parse("ch': 0.38}") is None
+
+
+def test_explain_reads_octal_carriage_returns_and_glued_bar_positions() -> None:
+    log = [
+        "[1,mpirank:0,algo-1]<stdout>:#015Epoch 0: 100% 2/2 [00:00<00:00, 12.33it/s, loss=2.29]",
+        # a copy that lost its carriage returns: three positions on one line
+        "Epoch 0:  10%|█         | 1/10 [00:01<00:09,  1.00it/s, loss=1.5]Epoch 0:  20%|██"
+        "        | 2/10 [00:02<00:08,  1.00it/s, loss=1.4]Epoch 0:  30%|███       | 3/10 [00:03<"
+        "00:07,  1.00it/s, loss=1.3]",
+        # one bar with the next log message written after it stays one position
+        "  8%|▊         | 1999/24128 [1:52:09<20:27:23,  3.33s/it][2021-11-26 03:07:16,494] "
+        "[INFO] [logging.py:69:log_dist] [Rank 0] step=2000, skipped=1995, lr=[0.001]",
+    ]
+    rep = explain(log, PARSER)
+    assert [(n, s.bar_key, s.bar_n, s.loss, s.rank) for n, s in rep.steps] == [
+        (1, "Epoch", 2, 2.29, 0),
+        (2, "Epoch", 1, 1.5, None),
+        (2, "Epoch", 2, 1.4, None),
+        (2, "Epoch", 3, 1.3, None),
+        (3, "", 1999, None, None),
+    ]
