@@ -153,6 +153,11 @@ def _to_float(text: str | None) -> float | None:
     ``K``/``M``/``G``/``T``/``P`` suffixes allowed)."""
     if text is None:
         return None
+    if len(text) <= 64:
+        try:  # the usual case, plain digits: as the general path below would read them
+            return float(text)
+        except ValueError:
+            pass
     s = text.strip().replace(",", "")
     if not s or len(s) > 64:
         return None
@@ -248,6 +253,8 @@ def _printed_time(text: str) -> float | None:
     ``[20:31:51]``, absl's ``I0302 02:18:34``) gives None.
     """
     head = text[:_TS_SEARCH_CHARS]
+    if ":" not in head:
+        return None  # every form has its HH:MM:SS (most step lines have no stamp)
     digit = _FIRST_DIGIT.search(head)
     if digit is None:
         return None
