@@ -200,33 +200,42 @@ class _Changes:
         self._inotify = INotify(nonblocking=True)
         self._mask = flags.MODIFY
         self._folder_mask = flags.CREATE | flags.MOVED_TO
-        self.paths: dict[int, Path] = {}
+        self._targets: dict[int, _Followed | Path] = {}
+        self._buffer = bytearray(1 << 12)  # read into, not allocated at every wakeup
 
     def fileno(self) -> int:
         return self._inotify.fileno()
 
-    def watch(self, path: Path, *, folder: bool = False) -> bool:
-        """Say when `path` changes (a file), or when something is created in it (a folder)."""
+    def watch(self, path: Path, target: _Followed | Path, *, folder: bool = False) -> bool:
+        """Say when `path` changes (a file), or when something is created in it (a folder),
+        by handing back `target`."""
         try:
             mask = self._folder_mask if folder else self._mask
-            self.paths[self._inotify.add_watch(path, mask)] = path
+            self._targets[self._inotify.add_watch(path, mask)] = target
             return True
         except OSError:  # no watches left (fs.inotify.max_user_watches): polled instead
             return False
 
-    def changed(self) -> set[Path]:
+    def changed(self) -> list[_Followed | Path]:
+        """The targets of the watches that fired since the last call, each once."""
         # Read and unpacked here rather than through INotify.read: this runs for every
         # burst of output a job writes, and only the watch descriptors are needed.
-        try:
-            data = os.read(self._inotify.fileno(), 1 << 16)
-        except OSError:  # nothing to read (non-blocking), or closed
-            return set()
-        wds, offset, event = set(), 0, self._EVENT
-        while offset + event.size <= len(data):
-            wd, _mask, _cookie, name_length = event.unpack_from(data, offset)
-            wds.add(wd)
-            offset += event.size + name_length
-        return {self.paths[wd] for wd in wds if wd in self.paths}
+        wds: set[int] = set()
+        buffer, event, fd = self._buffer, self._EVENT, self._inotify.fileno()
+        while True:
+            try:
+                size = os.readv(fd, (buffer,))
+            except OSError:  # nothing (more) to read (non-blocking), or closed
+                break
+            offset = 0
+            while offset + event.size <= size:
+                wd, _mask, _cookie, name_length = event.unpack_from(buffer, offset)
+                wds.add(wd)
+                offset += event.size + name_length
+            if size < len(buffer) - 272:  # room for one more event with its name: all read
+                break
+        targets = self._targets
+        return [targets[wd] for wd in wds if wd in targets]
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -329,12 +338,11 @@ class LogFollower:
         # Counted per log, not per wakeup: batched reads wake less often but see as many logs
         # changed, so busy logs stay batched.
         self._changes_counted += len(changed)
-        for path in changed:
-            followed = self._files.get(path)
-            if followed is not None:
-                followed.changes += 1
-                self._read(followed, now)
-            elif path in self._folders:
+        for target in changed:
+            if isinstance(target, _Followed):
+                target.changes += 1
+                self._read(target, now)
+            else:
                 self._discover_due = True  # a new log, or a folder one will be in
         if self._discover_due:
             for followed in self._discover(now):  # lines written before it was watched
@@ -457,7 +465,7 @@ class LogFollower:
                 return found
             for folder in new:
                 assert self._changes is not None
-                self._folders_watched &= self._changes.watch(folder, folder=True)
+                self._folders_watched &= self._changes.watch(folder, folder, folder=True)
                 self._folders.add(folder)
 
     def _follow(self, path: Path, rank: int | None) -> _Followed:
@@ -465,7 +473,7 @@ class LogFollower:
         name = f"{layout.LOGS_DIR}/{relative}"  # as the session names it, spool or not
         copy = spool.Copy(self.session_dir / name) if self.spool_dir is not None else None
         followed = self._files[path] = _Followed(path, name, rank, copy=copy)
-        if self._changes is not None and not self._changes.watch(path):
+        if self._changes is not None and not self._changes.watch(path, followed):
             self._unwatched += 1
         return followed
 
@@ -483,14 +491,22 @@ class LogFollower:
             # log is when its last write happened (taken before reading: no later write).
             now = min(now, followed.written_at)
         for raw in lines:
-            rest = raw[followed.parsed:]
-            if followed.parsed and not rest.strip(b"\r \t"):
-                # Every position was parsed as it came: the line's last goes to the tail.
-                last = raw.decode("utf-8", errors="replace").rstrip("\r").rsplit("\r", 1)[-1]
-                self._take(last, followed, now, parse=False)
-            else:
-                self._take_positions(rest, followed, now, whole_line=True)
-            followed.parsed = 0  # only the first line can hold positions parsed before
+            if followed.parsed:  # only the first line can hold positions parsed before
+                rest = raw[followed.parsed:]
+                followed.parsed = 0
+                if not rest.strip(b"\r \t"):
+                    # Every position was parsed as it came: the line's last goes to the tail.
+                    last = raw.decode("utf-8", errors="replace").rstrip("\r")
+                    self._take(last.rsplit("\r", 1)[-1], followed, now, parse=False)
+                else:
+                    self._take_positions(rest.decode("utf-8", errors="replace"), followed,
+                                         now, whole_line=True)
+                continue
+            text = raw.decode("utf-8", errors="replace")
+            if "\r" in text:
+                self._take_positions(text, followed, now, whole_line=True)
+            else:  # the usual line
+                self._take(text, followed, now)
         # A bar redrawn with carriage returns: its positions so far, without waiting for the
         # newline that comes at the end of the epoch.
         cut = followed.pending.rfind(b"\r")
@@ -498,15 +514,15 @@ class LogFollower:
             # tqdm draws "\r" then the bar, closed by "]": the newest position is whole now.
             cut = len(followed.pending)
         if cut >= followed.parsed:
-            self._take_positions(followed.pending[followed.parsed:cut], followed, now,
+            positions = followed.pending[followed.parsed:cut]
+            self._take_positions(positions.decode("utf-8", errors="replace"), followed, now,
                                  whole_line=False)
             followed.parsed = cut + 1
         return followed.offset - before >= _MAX_READ
 
-    def _take_positions(self, raw: bytes, followed: _Followed, now: float, *,
+    def _take_positions(self, text: str, followed: _Followed, now: float, *,
                         whole_line: bool) -> None:
         """One line's text, or the positions a bar drew on it with carriage returns."""
-        text = raw.decode("utf-8", errors="replace")
         if "\r" not in text:
             self._take(text, followed, now, keep_in_tail=whole_line)
             return
