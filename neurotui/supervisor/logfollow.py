@@ -144,6 +144,10 @@ class _Followed:
     """Where a spool file's bytes go in the session (None: `path` is in the session)."""
     freed: int = 0  # a spool file's bytes up to here were given back (spool.punch_hole)
     changes: int = 0  # times the kernel said it changed, in the second being counted
+    watched: bool = False  # the kernel says when it changes (inotify): no need to poll it
+    behind: bool = True
+    """More may wait than the kernel will say: a new log's first lines, written before it
+    was watched; a read that stopped at _MAX_READ; a log taken over at a mark (resume)."""
     written_at: float | None = None
     """When the file was last written to (its modification time), as of the last read."""
 
@@ -341,7 +345,7 @@ class LogFollower:
         for target in changed:
             if isinstance(target, _Followed):
                 target.changes += 1
-                self._read(target, now)
+                target.behind = self._read(target, now)
             else:
                 self._discover_due = True  # a new log, or a folder one will be in
         if self._discover_due:
@@ -365,6 +369,7 @@ class LogFollower:
                     followed.offset = followed.path.stat().st_size
             else:
                 followed.offset = int(offsets.get(followed.name, 0))
+            followed.behind = True
         self._marked = dict(offsets or {})
         self._recorded_steps = dict(recorded_steps)
         self._step_counters.update(recorded_steps)  # lines without a step number count on
@@ -379,8 +384,11 @@ class LogFollower:
         for followed in self._files.values():
             # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
             # the last one, after the job's exit, reads each to its end.
-            while self._read(followed, now) and final:
-                pass
+            # A watched log is read as it changes (on_change); polled, only what it left.
+            if final or not followed.watched or followed.behind:
+                followed.behind = self._read(followed, now)
+                while followed.behind and final:
+                    followed.behind = self._read(followed, now)
             if followed.copy is not None:
                 followed.copy.flush(now)  # before `_mark` says how far the copy goes
             loss = followed.copy.take_loss(final) if followed.copy is not None else None
@@ -473,8 +481,9 @@ class LogFollower:
         name = f"{layout.LOGS_DIR}/{relative}"  # as the session names it, spool or not
         copy = spool.Copy(self.session_dir / name) if self.spool_dir is not None else None
         followed = self._files[path] = _Followed(path, name, rank, copy=copy)
-        if self._changes is not None and not self._changes.watch(path, followed):
-            self._unwatched += 1
+        if self._changes is not None:
+            followed.watched = self._changes.watch(path, followed)
+            self._unwatched += not followed.watched
         return followed
 
     def _read(self, followed: _Followed, now: float) -> bool:

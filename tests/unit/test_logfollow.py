@@ -35,8 +35,10 @@ def new_follower(tmp_path: Path, log_text: str = ""
     write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
     (session / layout.LAUNCHER_LOG).write_text(log_text)
     writer = EventWriter(session / layout.EVENTS)
+    # Driven by polls, as where inotify is off: with it, a poll leaves watched logs to
+    # on_change (tests/unit/test_logfollow_positions.py follows them that way).
     return session, writer, LogFollower(session, writer, StepLineParser.default(),
-                                        parse_launcher=True)
+                                        parse_launcher=True, watch=False)
 
 
 def follow_writes(tmp_path: Path, writes: list[tuple[float, bytes]],

@@ -224,3 +224,28 @@ def test_busy_logs_are_read_in_batches_of_half_the_busiest_logs_line_interval(tm
     assert follower.pause_s == pytest.approx(0.05, rel=0.35)  # 0.5 / 10 lines a second
     assert "batches 20 to 100 ms apart" in follower.timing["note"]
     writer.close()
+
+
+def test_polls_leave_watched_logs_to_the_kernel_but_take_what_a_full_read_left(
+        tmp_path, monkeypatch) -> None:
+    """With inotify, a poll does not read a watched log again (on_change reads it as it
+    changes); it does read what a read stopped at the size limit left behind."""
+    monkeypatch.setattr("neurotui.supervisor.logfollow._MAX_READ", 64)
+    session, writer, follower = new_follower(tmp_path)
+    selector = _watching(follower)
+    follower.poll(1.0)  # follows the launcher log (empty so far)
+    line = "neurotui-runner step={} rank=0 samples=16 loss=1.0\n"  # 52 bytes
+    with open(session / layout.LAUNCHER_LOG, "a", encoding="utf-8") as f:
+        f.write(line.format(1))
+    follower.poll(2.0)
+    writer.flush()
+    assert b'"step"' not in (session / layout.EVENTS).read_bytes()  # left to on_change
+    assert selector.select(timeout=2.0)
+    follower.on_change(3.0)
+    with open(session / layout.LAUNCHER_LOG, "a", encoding="utf-8") as f:
+        f.write(line.format(2) + line.format(3))  # more than one read takes
+    assert selector.select(timeout=2.0)
+    follower.on_change(4.0)  # reads 64 bytes: step 2
+    follower.poll(5.0)  # the rest: step 3
+    steps = steps_of(session, writer)
+    assert list(steps["step"]) == [1, 2, 3] and list(steps["t"]) == [3.0, 4.0, 5.0]
