@@ -530,6 +530,8 @@ _BAR_LOSS_KEYS = ("loss", "reduced_train_loss", "train_loss")
 #: An unlabelled bar this fast with nothing in its postfix is a download or a dataset
 #: pass, not training steps (10 ms a step is quicker than any real training step here).
 _BAR_MAX_UNLABELLED_IT_PER_S = 100.0
+#: Descriptions of an outer bar over epochs (no epoch number in them, unlike Lightning's).
+_BAR_EPOCH_COUNTER_DESCS = frozenset({"Epoch", "Epochs", "epoch", "epochs", "EPOCH"})
 _BAR_POSTFIX_KEYS = {
     "global_step": "step",
     "consumed_samples": "samples_total",
@@ -622,6 +624,10 @@ def _rule_bar(text: str) -> _Fields | None:
         fields["bar_key"] = ""
     if n == 0 and "step" not in fields:
         return None  # the bar has just been drawn; no step has finished yet
+    if desc in _BAR_EPOCH_COUNTER_DESCS and "loss" not in fields and "step" not in fields:
+        # ``for epoch in trange(n, desc="Epoch")`` around an inner batch bar: its positions
+        # count epochs, not steps (Lightning's bar says which epoch: ``Epoch 3``).
+        return None
     if (
         not fields["bar_key"]
         and "loss" not in fields
@@ -913,7 +919,8 @@ def _rule_data_index(text: str) -> _Fields | None:
 
 
 _PLAIN_STEP_RE = re.compile(
-    r"\b(?:global[_ ]?)?(?:step|iter|iteration)\b\s{0,4}[:=#]?\s{0,4}\[?\s{0,4}"
+    # ``iters: 100, epoch: 1 | loss: 0.34`` (Time-Series-Library and its many copies)
+    r"\b(?:global[_ ]?)?(?:step|iters?|iteration)\b\s{0,4}[:=#]?\s{0,4}\[?\s{0,4}"
     r"(?P<step>\d{1,15})(?:\s{0,4}/\s{0,4}\d{1,15})?(?![\w.])",
     re.ASCII | re.IGNORECASE,
 )
@@ -986,6 +993,108 @@ def _rule_plain(text: str) -> _Fields | None:
     return fields
 
 
+# ---- Keras-style bars, OpenNMT-py, OLMo, a bare step number at the start of the line
+
+# Keras ``Model.fit`` (and the PyTorch loops that copy its bar): ``1719/1719
+# [==============================] - 4s 2ms/step - loss: 1.0187 - accuracy: 0.68 - val_loss:
+# 0.52``; mid-epoch ``13184/60000 [=====>......] - ETA: 3s - loss: 0.0952``; verbose=2 drops
+# the bar: ``1079/1079 - 21s - loss: 0.2431 - 21s/epoch - 19ms/step``.
+_KERAS_RE = re.compile(
+    r"^\s{0,12}(?P<n>\d{1,12})/(?P<total>\d{1,12}|Unknown)\s{1,4}(?:\[[=>.]{1,200}\]\s{1,4})?- ",
+    re.ASCII,
+)
+_KERAS_LOSS_RE = re.compile(rf" - loss: (?P<v>{_NUM}){_NUM_END}", re.ASCII)
+_KERAS_DT_RE = re.compile(rf"\b(?P<v>{_NUM})(?P<unit>us|ms|s)/step\b", re.ASCII)
+_KERAS_UNIT_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def _rule_keras(text: str) -> _Fields | None:
+    """A Keras progress-bar position: the counter restarts every epoch (``bar_key``
+    ``"Epoch"``), ``loss`` is the training loss (``val_loss`` is not), ``2ms/step`` the step
+    time. A position with no loss (``0/1719``, a predict bar) is not a step."""
+    if " - loss: " not in text:
+        return None
+    m = _KERAS_RE.match(text)
+    if m is None or m.group("n") == "0":
+        return None
+    lo = _KERAS_LOSS_RE.search(text, m.end() - 3)
+    if lo is None:
+        return None
+    fields: _Fields = {"bar_n": m.group("n"), "bar_key": "Epoch", "loss": lo.group("v")}
+    if m.group("total") != "Unknown":
+        fields["bar_total"] = m.group("total")
+    if (d := _KERAS_DT_RE.search(text, m.end())) is not None:
+        value = _to_float(d.group("v"))
+        if value is not None:
+            fields["dt"] = value * _KERAS_UNIT_S[d.group("unit")]
+    return fields
+
+
+# OpenNMT-py: ``[2019-03-21 18:31:43,773 INFO] Step 2250/200000; acc:  31.18; ppl: 57.53;
+# xent: 4.05; lr: 0.00028; 5092/261 tok/s;   6641 sec``; before 2018 ``Epoch  1,
+# 12850/37527; acc: ...; xent: 9.46; ...``. ``xent`` (cross-entropy) is its training loss;
+# ``sec`` is the time since the start, not the step's.
+_ONMT_RE = re.compile(
+    r"(?:\bStep\s{1,4}(?P<step>\d{1,15})\s{0,4}/\s{0,12}\d{1,15}"
+    r"|\bEpoch\s{1,4}\d{1,9},\s{1,8}(?P<n>\d{1,12})/\s{0,12}(?P<total>\d{1,12}));"
+    rf"[^|]{{0,120}}?\bxent:\s{{0,8}}(?P<loss>{_NUM}){_NUM_END}",
+    re.ASCII,
+)
+
+
+def _rule_opennmt(text: str) -> _Fields | None:
+    """OpenNMT-py's training report (its validation report has no step counter)."""
+    if "xent:" not in text:
+        return None
+    m = _ONMT_RE.search(text)
+    if m is None or _PLAIN_NOT_TRAIN_RE.search(text, 0, m.start()) is not None:
+        return None
+    if m.group("step") is not None:
+        return {"step": m.group("step"), "loss": m.group("loss")}
+    fields: _Fields = {"bar_n": m.group("n"), "bar_total": m.group("total"), "bar_key": "Epoch"}
+    fields["loss"] = m.group("loss")
+    return fields
+
+
+# OLMo's trainer logs each step as a block: a header ``... olmo.train:908  INFO
+# [step=2/739328,epoch=0]`` (the only line that names the step) and one metric a line under
+# it. The header is the step's report; the loss is on a later line, so it is not taken.
+_OLMO_RE = re.compile(r"\[step=(?P<step>\d{1,15})/(?:\d{1,15}|\?)(?:,epoch=\d{1,9})?\]\s{0,8}$")
+
+
+def _rule_olmo(text: str) -> _Fields | None:
+    if "[step=" not in text:
+        return None
+    m = _OLMO_RE.search(text)
+    return None if m is None else {"step": m.group("step")}
+
+
+# ``420 | loss 4.0625 | lr 9.000000e-04 | 7367.57ms``: a hand-written loop that prints the
+# step number alone in the first cell, then its loss; a cell that is only a duration is the
+# step time.
+_LEADING_STEP_RE = re.compile(
+    r"^\s{0,8}(?P<step>\d{1,15})\s{0,4}\|\s{0,4}(?:train[_ ])?loss\s{0,4}[:=]?\s{0,4}"
+    rf"(?P<loss>{_NUM}){_NUM_END}",
+    re.ASCII | re.IGNORECASE,
+)
+_CELL_DURATION_RE = re.compile(
+    rf"\|\s{{0,4}}(?:(?:step[_ ])?time:?\s{{0,4}})?(?P<v>{_NUM})\s?(?P<unit>ms|s)\s{{0,8}}(?:\||$)",
+    re.ASCII,
+)
+
+
+def _rule_leading_step(text: str) -> _Fields | None:
+    if "|" not in text or not text.lstrip()[:1].isdigit():
+        return None
+    m = _LEADING_STEP_RE.match(text)
+    if m is None:
+        return None
+    fields: _Fields = {"step": m.group("step"), "loss": m.group("loss")}
+    if (d := _CELL_DURATION_RE.search(text, m.end())) is not None:
+        fields["dt_ms" if d.group("unit") == "ms" else "dt"] = d.group("v")
+    return fields
+
+
 # Order matters: specific formats before the loose "step ... loss" rule.
 _DEFAULT_RULES: tuple[tuple[str, _Rule], ...] = (
     ("neurotui-runner", _rule_runner),
@@ -1000,6 +1109,10 @@ _DEFAULT_RULES: tuple[tuple[str, _Rule], ...] = (
     ("char-rnn", _rule_char_rnn),
     ("cyclegan-pix2pix", _rule_gan_visualizer),
     ("deepspeed", _rule_deepspeed),
+    ("keras", _rule_keras),
+    ("opennmt-py", _rule_opennmt),
+    ("olmo", _rule_olmo),
+    ("leading-step-number", _rule_leading_step),
     ("plain-step-loss", _rule_plain),
 )
 # Every built-in format needs one of these; an ordinary line costs these tests and no regex.
@@ -1011,11 +1124,11 @@ _PREFILTER = (
     "s/it",
     "%|",
     "it [",
-    "iteration",
+    "iter",  # Megatron ``iteration``; CycleGAN / pix2pix ``iters:`` (no word "loss" there)
     _RUNNER_MARK,
-    "iters:",  # CycleGAN / pix2pix (its losses are not called loss)
     "SamplesPerSec=",  # DeepSpeed's throughput timer
-    "skipped=",  # DeepSpeed's step report
+    "step=",  # DeepSpeed's ``step=40, skipped=2``; OLMo's ``[step=2/739328,epoch=0]`` header
+    "xent:",  # OpenNMT-py (its loss is the cross-entropy)
 )
 
 
@@ -1033,11 +1146,11 @@ def _maybe_step(text: str) -> bool:
         or "s/it" in text
         or "%|" in text
         or "it [" in text
-        or "iteration" in text
+        or "iter" in text
         or _RUNNER_MARK in text
-        or "iters:" in text
         or "SamplesPerSec=" in text
-        or "skipped=" in text
+        or "step=" in text
+        or "xent:" in text
     )
 
 

@@ -1374,3 +1374,98 @@ def test_explain_reads_octal_carriage_returns_and_glued_bar_positions() -> None:
         (2, "Epoch", 3, 1.3, None),
         (3, "", 1999, None, None),
     ]
+
+
+# --------------------------------------------------------------------------- second held-out set
+
+
+def _step(line: str) -> StepLine:
+    rec = PARSER.parse(line)
+    assert isinstance(rec, StepLine), line
+    return rec
+
+
+def test_keras_bar_positions() -> None:
+    rec = _step(
+        "1719/1719 [==============================] - 4s 2ms/step - loss: 1.0187 - accuracy: "
+        "0.6807 - val_loss: 0.5207 - val_accuracy: 0.8234"
+    )
+    assert (rec.bar_n, rec.bar_total, rec.bar_key, rec.loss) == (1719, 1719, "Epoch", 1.0187)
+    assert rec.dt == pytest.approx(0.002)
+    mid = _step("29312/60000 [=============>................] - ETA: 2s - loss: 0.0891 - acc: 0.97")
+    assert (mid.bar_n, mid.loss, mid.dt) == (29312, 0.0891, None)
+    terse = _step("1079/1079 - 21s - loss: 0.2431 - 21s/epoch - 19ms/step")  # verbose=2
+    assert (terse.bar_n, terse.loss) == (1079, 0.2431) and terse.dt == pytest.approx(0.019)
+    unknown = _step("  60000/Unknown - 5s 87us/step - loss: 0.3281 - acc: 0.8997")
+    assert unknown.bar_total is None and unknown.dt == pytest.approx(87e-6)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch 1/30",
+        "   0/1719 [..............................] - ETA: 0s - loss: 0.5",  # nothing done yet
+        "1719/1719 [==============================] - 4s 2ms/step - val_loss: 0.5207",
+        "32/768 [>.............................] - ETA: 0s",  # predict / evaluate, no loss
+    ],
+)
+def test_keras_lines_that_are_not_steps(line: str) -> None:
+    assert PARSER.parse(line) is None
+
+
+def test_opennmt_training_reports() -> None:
+    rec = _step(
+        "[2019-03-21 18:31:43,773 INFO] Step 2250/200000; acc:  31.18; ppl: 57.53; xent: 4.05; "
+        "lr: 0.00028; 5092/261 tok/s;   6641 sec"
+    )
+    assert (rec.step, rec.loss, rec.dt) == (2250, 4.05, None)
+    old = _step(
+        "Epoch  1, 12900/37527; acc:   4.48; ppl: 35173.75; xent:  10.47; 3599 src tok/s; "
+        "3678 tgt tok/s;   9861 s elapsed"
+    )
+    assert (old.step, old.bar_n, old.bar_total, old.loss) == (None, 12900, 37527, 10.47)
+    assert PARSER.parse("[2019-03-21 18:55:02,001 INFO] Validation xent: 3.91") is None
+
+
+def test_olmo_step_header_is_the_step() -> None:
+    rec = _step(
+        "2024-08-06 10:00:05.520 intern-studio-160750:0  olmo.train:908  INFO    "
+        "[step=2/739328,epoch=0]"
+    )
+    assert (rec.step, rec.loss) == (2, None)
+    assert PARSER.parse("    train/CrossEntropyLoss=1.7872662283480167e-06") is None
+    assert PARSER.parse("olmo.train:908  INFO    [eval_step=2/100]") is None
+    assert PARSER.parse("[step=2/739328,epoch=0] saving checkpoint") is None  # not a header
+
+
+def test_bare_step_number_in_the_first_cell() -> None:
+    rec = _step("420 | loss 4.0625 | lr 9.000000e-04 | 7367.57ms")
+    assert (rec.step, rec.loss) == (420, 4.0625) and rec.dt == pytest.approx(7.36757)
+    rec = _step("  7 | train_loss: 2.5 | 1.25s")
+    assert (rec.step, rec.loss, rec.dt) == (7, 2.5, 1.25)
+    assert PARSER.parse("step 500: train loss 4.3931, val loss 4.4297") is None
+    assert PARSER.parse("| 420 | loss 4.0625 |") is None  # a table row, not a report
+
+
+def test_iters_word_and_its_speed_line() -> None:
+    rec = _step("\titers: 100, epoch: 1 | loss: 0.3404325")
+    assert (rec.step, rec.loss) == (100, 0.3404325)
+    assert PARSER.parse("\tspeed: 0.0710s/iter; left time: 907.8888s") is None
+
+
+def test_outer_epoch_bar_counts_epochs_not_steps() -> None:
+    for line in (
+        "Epoch: 100%|██████████| 13/13 [61:14:16<00:00, 16952.06s/it]  ",
+        "Epochs:  40%|████      | 2/5 [00:10<00:15,  5.00s/it]",
+    ):
+        assert PARSER.parse(line) is None, line
+    # Lightning names the epoch; a bar over batches that shows a loss is a step
+    assert _step("Epoch 3: 100%|██████████| 13/13 [00:02<00:00,  6.1it/s]").bar_n == 13
+    assert _step("Epoch:  50%|█████     | 5/10 [00:05<00:05,  1.0it/s, loss=0.3]").loss == 0.3
+
+
+def test_new_prefilter_words_reach_their_rules() -> None:
+    # OLMo's header and OpenNMT's report hold none of the older words
+    assert _maybe_step("[step=2/739328,epoch=0]") and _maybe_step("Step 50/100; xent: 9.1;")
+    assert _maybe_step("[Rank 0] step=40, skipped=2, lr=[5e-05]")
+    assert _maybe_step("(epoch: 355, iters: 100, time: 0.078, data: 3.094) G_GAN: 18.2")
