@@ -66,6 +66,10 @@ def test_training_finishes_on_a_full_sessions_disk(tmp_path: Path) -> None:
     env = {"MNT": str(mnt), "OUT": str(out), "PY": sys.executable,
            "SCRIPT": str(REPO / "tests" / "scripts" / "chatty_probe.py"),
            "STEPS": str(STEPS), "TRUTH_FILE": str(truth), "PATH": "/usr/bin:/bin",
+           # A record of the supervisor's own every 5th step (a compile-cache hit line), so
+           # that its events outgrow the last page they have while the disk is full (with
+           # telemetry alone, whether any is lost depends on how full that page was).
+           "CACHE_HIT_EVERY": "5",
            "PYTHONPATH": str(REPO)}
     done = subprocess.run(["unshare", "-Urm", "bash", "-c", ORCHESTRATE], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=240)
