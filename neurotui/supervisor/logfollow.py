@@ -157,8 +157,9 @@ class _Followed:
         if self.fd is None:
             # A spool file is opened for writing too: punching holes needs it.
             self.fd = os.open(self.path, os.O_RDWR if self.copy else os.O_RDONLY)
-        # Exactly what was added: a read sized for the worst case (_MAX_READ) allocates that
-        # much each time, which cost more than all the rest of a line's handling.
+        # Exactly what was added, and the modification time for the stamp from the same
+        # fstat: an unbuffered read sized for the worst case (_MAX_READ) allocates that much
+        # first (about 15 us for 4 MiB, against 1 us for a line).
         status = os.fstat(self.fd)
         self.written_at = status.st_mtime_ns / 1e9
         size = min(status.st_size - self.offset, _MAX_READ)

@@ -16,10 +16,12 @@ import psutil
 ProcKey = tuple[int, float]
 RESCAN_S = 1.0
 SETTLED_RESCAN_S = 5.0
-"""How often `sampled` rescans the tree: each second while it changes (ranks starting, a
-compiler), every SETTLED_RESCAN_S once it did not change in a rescan. A scan reads every
-process of the host (/proc/PID/stat), hundreds on a big instance: most of an idle
-supervisor's cost when done every second."""
+SETTLE_S = 30.0
+"""How often `sampled` rescans the tree: each second while it changes (the launcher starting
+its ranks, DataLoader workers, a compiler) and for SETTLE_S after it last did, every
+SETTLED_RESCAN_S once it has not for that long. A scan reads every process of the host
+(/proc/PID/stat), hundreds on a big instance: most of an idle supervisor's cost when done
+every second."""
 
 
 class JobTree:
@@ -28,6 +30,7 @@ class JobTree:
         self.known: dict[ProcKey, psutil.Process] = {}
         self._sampled: list[psutil.Process] = []
         self._next_scan = 0.0
+        self._changed_at: float | None = None  # the last rescan that found a change
         self.refresh()
 
     def sampled(self, now: float) -> list[psutil.Process]:
@@ -36,7 +39,9 @@ class JobTree:
         if now >= self._next_scan:
             before = {id(proc) for proc in self._sampled}
             self._sampled = self.refresh()
-            settled = {id(proc) for proc in self._sampled} == before
+            if self._changed_at is None or {id(proc) for proc in self._sampled} != before:
+                self._changed_at = now
+            settled = now - self._changed_at >= SETTLE_S
             self._next_scan = now + (SETTLED_RESCAN_S if settled else RESCAN_S)
         return self._sampled
 

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from neurotui.collect.host import ProcessRows
-from neurotui.supervisor.process_tree import SETTLED_RESCAN_S, JobTree
+from neurotui.supervisor.process_tree import RESCAN_S, SETTLE_S, SETTLED_RESCAN_S, JobTree
 
 # A launcher named like torchrun, two ranks, each with a worker (a DataLoader's); with
 # SHORT set, one more child of the launcher that ends after a second and is reaped.
@@ -76,10 +76,15 @@ def test_a_settled_tree_is_rescanned_every_few_seconds_a_changing_one_each_secon
     _wait_for(job.pid, 5)
     tree = JobTree(job.pid)
     assert len(tree.sampled(100.0)) == 6  # the first scan
-    assert len(tree.sampled(101.0)) == 6  # rescanned a second later: no change, settled
+    # A launcher's ranks can take many seconds to start: a tree is rescanned each second
+    # until it has not changed for SETTLE_S.
+    assert len(tree.sampled(101.0)) == 6
+    assert tree._next_scan == 102.0
+    settled_at = 100.0 + SETTLE_S
+    assert len(tree.sampled(settled_at)) == 6  # no change for SETTLE_S: settled
     deadline = time.time() + 10
     while len(psutil.Process(job.pid).children(recursive=True)) > 4 and time.time() < deadline:
         time.sleep(0.05)  # the short-lived child ended and was reaped
-    assert len(tree.sampled(100.9 + SETTLED_RESCAN_S)) == 6  # not looked at yet
-    assert len(tree.sampled(101.0 + SETTLED_RESCAN_S)) == 5  # rescanned: it is gone
-    assert tree.sampled(101.5 + SETTLED_RESCAN_S) is tree.sampled(101.9 + SETTLED_RESCAN_S)
+    assert len(tree.sampled(settled_at + SETTLED_RESCAN_S - 0.1)) == 6  # not looked at yet
+    assert len(tree.sampled(settled_at + SETTLED_RESCAN_S)) == 5  # rescanned: it is gone
+    assert tree._next_scan == settled_at + SETTLED_RESCAN_S + RESCAN_S  # changing again
