@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from neurotui import __version__, compare_command, export, fmt, patterns
-from neurotui.metrics import finite_or_none
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
+from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.paths import (
     SessionNotFound,
     broken_sessions,
@@ -25,7 +25,6 @@ from neurotui.session.paths import (
     list_sessions,
     sessions_root,
 )
-from neurotui.session.reader import SessionFormatError, SessionReader, load_meta
 from neurotui.session.status import session_status, supervisor_alive
 from neurotui.supervisor import spool
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
@@ -222,7 +221,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     if not wait_started(session_dir, supervisor):
         return 1
     print(f"neurotui: session {session_dir.name} in {session_dir.parent}", flush=True)
-    print(f"neurotui: price: {SessionReader(session_dir).meta['price']['note']}", flush=True)
+    print(f"neurotui: price: {load_meta(session_dir)['price']['note']}", flush=True)
     if args.detach:
         return 0
     return follow_session(session_dir, args, headless=args.headless)
@@ -250,15 +249,14 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
 
 def wait_started(session_dir: Path, supervisor: subprocess.Popen[bytes],
                  timeout_s: float = 30.0) -> bool:
+    # meta.json names the job as the supervisor launches it: read that, not the events
+    # (the reader and pandas are imported once the job runs, not before).
     deadline = time.time() + timeout_s
-    reader = SessionReader(session_dir)
     while time.time() < deadline:
-        reader.poll()
-        if reader.events.get("proc_start"):
+        if load_meta(session_dir).get("job_pid"):
             return True
         if supervisor.poll() is not None:
-            reader.poll()
-            if reader.events.get("proc_start"):
+            if load_meta(session_dir).get("job_pid"):
                 return True  # a job so short that it already ended
             break
         time.sleep(0.05)
@@ -311,11 +309,13 @@ def wait_summary(session_dir: Path, timeout_s: float = 120.0) -> None:
             return
         if "summary" in meta or not supervisor_alive(meta):
             return
-        time.sleep(0.1)
+        time.sleep(0.02)
 
 
 # -- ls, attach, stop -------------------------------------------------------------------------
 def cmd_ls(root: Path) -> int:
+    from neurotui.metrics import finite_or_none
+
     sessions = list_sessions(root)
     broken = broken_sessions(root)
     if not sessions and not broken:
@@ -326,7 +326,7 @@ def cmd_ls(root: Path) -> int:
         status = session_status(path)
         take_leftovers_of_lost(path, status.state)
         try:
-            meta = SessionReader(path).meta
+            meta = load_meta(path)
         except SessionFormatError as exc:
             print(f"{path.name:44} {'unreadable':13} {'':>9}  {exc}")
             continue
@@ -374,7 +374,7 @@ def cmd_attach(args: argparse.Namespace, root: Path) -> int:
 
 def cmd_replay(args: argparse.Namespace, root: Path) -> int:
     session_dir = find_session(root, args.session)
-    SessionReader(session_dir)  # a clear error now for a folder that is not a session
+    load_meta(session_dir)  # a clear error now for a folder that is not a session
     take_leftovers_of_lost(session_dir, session_status(session_dir).state)
     if not on_a_terminal():
         print("neurotui: replay needs a terminal; `neurotui compare` and `neurotui export` "

@@ -34,7 +34,6 @@ from neurotui.session.reader import SessionReader
 from neurotui.session.status import session_status
 from neurotui.summary import summarize
 
-FORMATS = ("table", "markdown", "csv", "json")
 MISSING = "n/a"
 _RUNNING_STATES = frozenset({"running", "unsupervised", "starting"})
 # `--workers 4`, `--workers=4` and the spellings of common training scripts.

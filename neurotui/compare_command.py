@@ -1,5 +1,6 @@
-"""The `neurotui compare` command: its arguments, then the table (compare.py), or the
-compare screen on a terminal (ui/, imported only then)."""
+"""The `neurotui compare` command: its arguments, then the table (compare.py, with pandas:
+imported only when the command runs, so that other commands start without it), or the compare
+screen on a terminal (ui/, imported only then)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neurotui import compare
+from neurotui.session.meta import SessionFormatError
 from neurotui.session.paths import SessionNotFound, find_session
-from neurotui.session.reader import SessionFormatError
 from neurotui.terminal import on_a_terminal
+
+FORMATS = ("table", "markdown", "csv", "json")
+"""What compare.render writes."""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -23,7 +26,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="folder name under sessions/ or any unique part of it")
     p.add_argument("--baseline", metavar="SESSION",
                    help="the session the others are measured against (default: the first)")
-    p.add_argument("--format", choices=compare.FORMATS, default="table")
+    p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--dataset-size", type=float, metavar="N",
                    help="samples in an epoch: each run's epoch time and cost at its steady "
                         "rate (default: each run's own --dataset-size, if it gave one)")
@@ -50,6 +53,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
         return 2
     if args.tui:
         return _run_tui(root, paths, named_base)
+    from neurotui import compare
+
     base_path = named_base or paths[0]
     if base_path not in paths:
         paths.insert(0, base_path)

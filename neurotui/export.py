@@ -20,13 +20,18 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
+from neurotui.session.meta import SessionFormatError
 from neurotui.session.paths import SessionNotFound, find_session
-from neurotui.session.reader import BOUNDED_KINDS, SessionFormatError, SessionReader
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from neurotui.session.reader import SessionReader
+
+# pandas, numpy and the reader are imported where a table is made, not with this module: the
+# command line builds its parser from here, and `neurotui run` must start without them.
 
 WHATS = ("steps", "telemetry", "events")
 FORMATS = ("csv", "parquet")
@@ -53,6 +58,8 @@ def steps_table(reader: SessionReader) -> pd.DataFrame:
 def telemetry_table(reader: SessionReader) -> pd.DataFrame:
     """One row per telemetry sample, in time order; needs a reader keeping all telemetry
     (telemetry_history=None)."""
+    import pandas as pd
+
     rows = [flatten_telemetry(record) for kind in _TELEMETRY_ORDER
             for record in reader.events.get(kind, ())]
     if not rows:
@@ -63,6 +70,8 @@ def telemetry_table(reader: SessionReader) -> pd.DataFrame:
 
 def flatten_telemetry(record: dict[str, Any]) -> dict[str, Any]:
     """One telemetry event as flat columns (see the module docstring)."""
+    import numpy as np
+
     out: dict[str, Any] = {"t": record.get("t"), "kind": record.get("kind")}
     for key, value in record.items():
         if key in ("t", "kind"):
@@ -103,6 +112,10 @@ def _procs_figures(procs: list[Any]) -> dict[str, Any]:
 
 def events_table(reader: SessionReader) -> pd.DataFrame:
     """The events that are neither steps nor telemetry (nor log offsets), in time order."""
+    import pandas as pd
+
+    from neurotui.session.reader import BOUNDED_KINDS
+
     rows = []
     for kind, records in reader.events.items():
         if kind in BOUNDED_KINDS:
@@ -116,6 +129,8 @@ def events_table(reader: SessionReader) -> pd.DataFrame:
 
 def export_table(session_dir: Path, what: str = "steps") -> tuple[pd.DataFrame, str | None]:
     """The table to export and the reader's problems (skipped lines, with file:line)."""
+    from neurotui.session.reader import SessionReader
+
     if what not in WHATS:
         raise ValueError(f"unknown table {what!r}; one of {', '.join(WHATS)}")
     history = None if what == "telemetry" else 0
@@ -127,6 +142,8 @@ def export_table(session_dir: Path, what: str = "steps") -> tuple[pd.DataFrame, 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows of differing keys as a table whose whole-number columns stay whole numbers (a
     pid is not 5.0 because another kind of event has no pid: missing is <NA>)."""
+    import pandas as pd
+
     keys = list(dict.fromkeys(k for row in rows for k in row))
     columns: dict[str, Any] = {}
     for key in keys:

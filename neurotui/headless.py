@@ -16,6 +16,7 @@ from typing import TextIO
 from neurotui import fmt, recorded
 from neurotui.live.clock import WallClock
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
+from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.timeline import TimelineView
 
@@ -97,4 +98,23 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
             if ended is not None:
                 print(progress_line(state), file=out, flush=True)
             return ended
-        time.sleep(min(1.0, interval_s))
+        _sleep_until_meta_changes(model.reader.dir / layout.META, min(1.0, interval_s))
+
+
+_META_CHECK_S = 0.05
+
+
+def _sleep_until_meta_changes(meta: Path, seconds: float) -> None:
+    """Wait `seconds`, or less: until meta.json changes (the run's end is written there), so
+    that the command returns within a few hundredths of a second of the job's exit."""
+    def stamp() -> int | None:
+        try:
+            return meta.stat().st_mtime_ns
+        except OSError:
+            return None
+
+    before, deadline = stamp(), time.time() + seconds
+    while (left := deadline - time.time()) > 0:
+        time.sleep(min(_META_CHECK_S, left))
+        if stamp() != before:
+            return

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from neurotui.session import cache, layout
+from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.tailing import read_new_lines
-from neurotui.session.writer import FORMAT_VERSION
 
 KNOWN_KINDS = frozenset({
     "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
@@ -59,31 +59,6 @@ _KIND_CODE = {kind: code for code, kind in enumerate(_INDEXED_KINDS)}
 READ_CHUNK_BYTES = 4 << 20
 """Most bytes read from a file at once: a first read of a long run's file would otherwise hold
 the whole file twice (bytes and lines), hundreds of MB, at its peak."""
-
-
-class SessionFormatError(ValueError):
-    """The session cannot be read at all (missing or corrupt meta.json, newer format)."""
-
-
-def load_meta(session_dir: Path) -> dict[str, Any]:
-    path = session_dir / layout.META
-    try:
-        with open(path, encoding="utf-8") as f:
-            meta = json.load(f)
-    except FileNotFoundError:
-        raise SessionFormatError(f"{path}: missing: not a neurotui session") from None
-    except (OSError, ValueError) as exc:
-        raise SessionFormatError(f"{path}: unreadable: {exc}") from None
-    if not isinstance(meta, dict):
-        raise SessionFormatError(f"{path}: not a JSON object")
-    version = meta.get("format")
-    if not isinstance(version, int):
-        raise SessionFormatError(f"{path}: no format version")
-    if version > FORMAT_VERSION:
-        raise SessionFormatError(
-            f"{path}: session format {version} is newer than this neurotui reads "
-            f"(format {FORMAT_VERSION}); upgrade neurotui to read it")
-    return meta
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Any
 
 import psutil
 
-from neurotui.session.reader import SessionFormatError, load_meta
+from neurotui.session.meta import SessionFormatError, load_meta
 
 _STARTING_GRACE_S = 30.0
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from neurotui.session import layout
-from neurotui.session.reader import SessionFormatError, load_meta
+from neurotui.session.meta import SessionFormatError, load_meta
 
 
 def start_supervisor(session_dir: Path, adopt: bool = False) -> subprocess.Popen[bytes]:
