@@ -49,3 +49,17 @@ def test_the_figures_stand_on_their_own() -> None:
         if name.startswith("neurotui.") and not name.startswith(("neurotui.metrics",
                                                                  "neurotui.defaults")))
     assert offenders == []
+
+
+def test_the_command_line_and_the_supervisor_start_without_pandas_or_textual() -> None:
+    """`neurotui run` launches the job before anything imports pandas (a few hundred ms) or
+    Textual; the supervisor runs beside training for days without either."""
+    import subprocess
+    import sys
+
+    for module in ("neurotui.cli", "neurotui.supervisor.core"):
+        loaded = subprocess.run(
+            [sys.executable, "-c", f"import sys, {module}; "
+             "print(sorted({'pandas', 'numpy', 'textual'} & set(sys.modules)))"],
+            capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout.strip()
+        assert loaded == "[]", (module, loaded)
