@@ -351,7 +351,7 @@ class LogFollower:
                 self._discover_due = True  # a new log, or a folder one will be in
         if self._discover_due:
             for followed in self._discover(now):  # lines written before it was watched
-                self._read(followed, now)
+                followed.behind = self._read(followed, now)
 
     def close(self) -> None:
         if self._changes is not None:
