@@ -286,8 +286,7 @@ class LogFollower:
     """Read each log as soon as the kernel says it changed (`on_change`), not only at polls."""
     _changes: _Changes | None = None
     _unwatched: int = 0
-    _changes_counted: int = 0  # logs changed (per read) in the second since _counting_since
-    _counting_since: float = 0.0
+    _counting_since: float = 0.0  # the start of the second whose changes are being counted
     _busy: bool = False
     _batch_s: float = BATCH_MIN_S
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
@@ -330,20 +329,18 @@ class LogFollower:
         if self._changes is None:
             return
         if now - self._counting_since >= 1.0:
-            self._busy = self._changes_counted > BUSY_CHANGES_PER_S
+            # Counted per log, not per wakeup: batched reads wake less often but see as many
+            # logs changed, so busy logs stay batched.
+            counts = [followed.changes for followed in self._files.values()]
+            self._busy = sum(counts) > BUSY_CHANGES_PER_S
             self._batched |= self._busy
-            busiest = max((f.changes for f in self._files.values()), default=0)
-            per_s = busiest / (now - self._counting_since)
+            per_s = max(counts, default=0) / (now - self._counting_since)
             self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, 0.5 / per_s)) if per_s else \
                 BATCH_MAX_S
             for followed in self._files.values():
                 followed.changes = 0
-            self._changes_counted, self._counting_since = 0, now
-        changed = self._changes.changed()
-        # Counted per log, not per wakeup: batched reads wake less often but see as many logs
-        # changed, so busy logs stay batched.
-        self._changes_counted += len(changed)
-        for target in changed:
+            self._counting_since = now
+        for target in self._changes.changed():
             if isinstance(target, _Followed):
                 target.changes += 1
                 target.behind = self._read(target, now)
@@ -512,11 +509,8 @@ class LogFollower:
                     self._take_positions(rest.decode("utf-8", errors="replace"), followed,
                                          now, whole_line=True)
                 continue
-            text = raw.decode("utf-8", errors="replace")
-            if "\r" in text:
-                self._take_positions(text, followed, now, whole_line=True)
-            else:  # the usual line
-                self._take(text, followed, now)
+            self._take_positions(raw.decode("utf-8", errors="replace"), followed, now,
+                                 whole_line=True)
         # A bar redrawn with carriage returns: its positions so far, without waiting for the
         # newline that comes at the end of the epoch.
         cut = followed.pending.rfind(b"\r")

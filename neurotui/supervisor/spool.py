@@ -184,8 +184,8 @@ class Copy:
         self.lost_bytes, self.lost_from, self.lost_to, self.error = 0, None, None, None
         return loss
 
-    def close(self, now: float | None = None) -> None:
-        self.flush(time.time() if now is None else now)
+    def close(self) -> None:
+        self.flush(time.time())
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
