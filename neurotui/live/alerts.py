@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from neurotui import fmt, metrics
 from neurotui import recorded as recorded_alerts
+from neurotui.metrics.common import floats
 
 SATURATED_CPU = 90.0
 IDLE_ACCELERATOR = 40.0
@@ -179,12 +179,13 @@ def stalled(silent: Mapping[int, float], medians: Mapping[int, float],
                  "look at the rank's log (keys [ and ]) and its process (CPU at 0% or 100%?)")
 
 
-def step_variance(recent: RecentSteps, compiles: pd.DataFrame | None = None,
-                  phases: pd.DataFrame | None = None,
+def step_variance(recent: RecentSteps, compiles: Any = None, phases: Any = None,
                   min_steps: int = VARIANCE_MIN_STEPS) -> Alert | None:
     """Step times swinging widely around their median (the reference case: backward-pass
     times swinging from step to step), which costs throughput even with no straggler.
-    Steps that overlapped a compile are left out: the recompilation alert covers those."""
+    Steps that overlapped a compile are left out: the recompilation alert covers those.
+    `compiles` as metrics.compile_hits takes them; `phases`: the last steps' phase timings
+    (a table with columns t, rank and one per phase)."""
     swinging = []
     for rank, cols in recent.items():
         times = cols["step_time"]
@@ -216,14 +217,15 @@ def step_variance(recent: RecentSteps, compiles: pd.DataFrame | None = None,
                  "(.item(), prints), logging or checkpointing inside the loop")
 
 
-def _most_variable_phase(phases: pd.DataFrame | None) -> str | None:
+def _most_variable_phase(phases: Any) -> str | None:
     if phases is None or len(phases) < VARIANCE_MIN_STEPS:
         return None
     spreads = {}
     for name in phases.columns:
         if name in ("t", "rank"):
             continue
-        values = pd.to_numeric(phases[name], errors="coerce").dropna()
+        values = floats(phases[name])
+        values = values[~np.isnan(values)]
         if len(values) >= VARIANCE_MIN_STEPS:
             p10, p90 = np.percentile(values, [10, 90])
             spreads[name] = (float(p90 - p10), float(p10), float(p90))

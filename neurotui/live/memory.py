@@ -4,8 +4,6 @@ A follower frees big blocks (the steps of a long run taken in at once when attac
 view's step table rebuilt, the pieces a first read parses) and many small ones; glibc keeps
 such freed heap memory mapped, so RSS would creep up to its highest point and stay there.
 `malloc_trim` returns it. Not glibc (macOS, musl): a no-op.
-pyarrow's pool (the session cache) keeps freed memory the same way: it is released with the
-trim.
 """
 
 from __future__ import annotations
@@ -14,8 +12,6 @@ import ctypes
 import ctypes.util
 import time
 from collections.abc import Callable
-
-from neurotui.session import cache
 
 TRIM_EVERY_S = 10.0
 
@@ -43,5 +39,4 @@ class Trimmer:
         self._last = t
         if self._trim is not None:
             self._trim(0)
-        cache.release_arrow_memory()
         return True

@@ -13,14 +13,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from neurotui import metrics
 from neurotui.live.history import RunHistory
 from neurotui.metrics.ranks import last_compiles
+from neurotui.session.columns import Columns
+from neurotui.session.reader import STEP_SOURCES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RECENT = 256
 """Steps kept per rank (25 s at 10 steps/s, all of a slow run's recent past)."""
@@ -77,7 +81,7 @@ class StepState:
         """The `src` of the rows taken (probe, auto, log): where the figures come from."""
 
     # -- taking rows in ------------------------------------------------------------------
-    def add(self, new: pd.DataFrame, chunk: int = 100_000) -> None:
+    def add(self, new: Columns | pd.DataFrame, chunk: int = 100_000) -> None:
         """Take in rows handed over only once each (SessionReader.take_steps), in time order.
 
         The reader merges several files by time, so rows of one rank may come later than rows
@@ -87,36 +91,34 @@ class StepState:
         """
         if not len(new):
             return
+        new = Columns.of(new)
         fresh = self._new_rows(new) if self.clock.carry else new
         self.late_rows += len(new) - len(fresh)
         for start in range(0, len(fresh), chunk):
-            self._ingest(fresh.iloc[start:start + chunk])
+            self._ingest(fresh.rows(slice(start, start + chunk)))
         self.rows += len(fresh)
 
-    def _new_rows(self, df: pd.DataFrame) -> pd.DataFrame:
+    def _new_rows(self, df: Columns) -> Columns:
         """Rows after their rank's last row taken."""
-        t = df["t"].to_numpy(dtype=float)
-        step = df["step"].to_numpy(dtype=float)
-        rank = df["rank"].to_numpy(dtype=np.int64)
-        attempt = df["attempt"].to_numpy(dtype=np.int64)
+        t = df.floats("t")
+        step = df.floats("step")
+        rank = df["rank"].astype(np.int64, copy=False)
+        attempt = df["attempt"].astype(np.int64, copy=False)
         new = np.ones(len(df), dtype=bool)
         for (a, r), carry in self.clock.carry.items():
             mine = (rank == r) & (attempt == a)
             if mine.any():
                 new[mine] = (t[mine] > carry.last_t) | (
                     (t[mine] == carry.last_t) & (step[mine] > carry.last_step))
-        return df[new]
+        return df.rows(new)
 
-    def _ingest(self, df: pd.DataFrame) -> None:
-        t = df["t"].to_numpy(dtype=float)
-        rank = df["rank"].to_numpy(dtype=np.int64)
-        attempt = df["attempt"].to_numpy(dtype=np.int64)
-        step = df["step"].to_numpy(dtype=float)
-        samples = df["samples"].to_numpy(dtype=float)
-        dt = df["dt"].to_numpy(dtype=float) if "dt" in df else np.full(len(df), np.nan)
-        loss = df["loss"].to_numpy(dtype=float) if "loss" in df else np.full(len(df), np.nan)
+    def _ingest(self, df: Columns) -> None:
+        t = df.floats("t")
+        rank = df["rank"].astype(np.int64, copy=False)
+        attempt = df["attempt"].astype(np.int64, copy=False)
+        step, samples, dt, loss = (df.floats(name) for name in ("step", "samples", "dt", "loss"))
         if "src" in df:
-            self.sources.update(str(s) for s in pd.unique(df["src"]))
+            self.sources.update(_source_names(df["src"]))
         known_loss = np.flatnonzero(np.isfinite(loss))
         if len(known_loss):
             self.last_loss = float(loss[known_loss[-1]])
@@ -208,3 +210,11 @@ class StepState:
                 out[rank] = {k: mine.cols[k][keep] for k in ("t", "step", "step_time")}
         return out
 
+
+
+def _source_names(src: np.ndarray) -> set[str]:
+    """The sources named in a `src` column: the reader's codes, or names (a DataFrame's)."""
+    present = np.unique(src)
+    if src.dtype.kind in "iu":
+        return {STEP_SOURCES[code] for code in present}
+    return {str(name) for name in present}

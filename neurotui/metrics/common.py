@@ -9,10 +9,12 @@ adjacent-row arithmetic takes milliseconds.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SORT_KEYS = ["attempt", "rank", "t", "step"]
 
@@ -34,7 +36,8 @@ def positive(value: Any) -> float | None:
     return number if number is not None and number > 0 else None
 
 
-def has_rows(df: pd.DataFrame | None, *columns: str) -> bool:
+def has_rows(df: Any, *columns: str) -> bool:
+    """`df` (a DataFrame, the live path's Columns, or None) has rows and these columns."""
     return df is not None and len(df) > 0 and all(c in df.columns for c in columns)
 
 
@@ -45,11 +48,24 @@ def until(df: pd.DataFrame, now: float | None) -> pd.DataFrame:
     return df[df["t"] <= now]
 
 
-def floats(column: pd.Series) -> np.ndarray:
-    """A column as float64 values, NaN where missing or not a number."""
+def floats(column: pd.Series | np.ndarray) -> np.ndarray:
+    """A column (a Series or an array) as float64 values, NaN where missing or not a number."""
+    if isinstance(column, np.ndarray):
+        if column.dtype.kind in "biuf":
+            return column.astype(float, copy=False)
+        return np.array([_float_or_nan(x) for x in column], dtype=float)
+    import pandas as pd  # a Series came in: pandas is imported already
+
     if not pd.api.types.is_numeric_dtype(column.dtype):
         column = pd.to_numeric(column, errors="coerce")
     return column.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _float_or_nan(value: Any) -> float:
+    number = finite_or_none(value)
+    if number is None and isinstance(value, float):
+        return value  # inf and NaN stay as they are, like pd.to_numeric
+    return math.nan if number is None else number
 
 
 def numbers(column: pd.Series) -> np.ndarray:
@@ -67,6 +83,8 @@ def missing(values: np.ndarray) -> np.ndarray:
 def column(values: np.ndarray, index: pd.Index) -> pd.Series:
     """A new column without the copy `df[name] = ndarray` makes (pandas 3): on a long run
     each copy is tens of MB of fresh memory, slow to touch in a new process."""
+    import pandas as pd
+
     return pd.Series(values, index=index, copy=False)
 
 

@@ -9,12 +9,13 @@ tests/unit/test_metrics_forms.py holds them equal.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from neurotui.defaults import DEFAULT_WARMUP_STEPS
 from neurotui.metrics.common import finite_or_none, has_rows, until
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Phase = Literal["starting", "compiling", "warm-up", "steady", "finished", "crashed", "stopped",
                 "ended"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from neurotui.defaults import (
     DEFAULT_MIN_STALL_S,
@@ -21,6 +21,9 @@ from neurotui.defaults import (
 )
 from neurotui.metrics.common import finite_or_none, has_rows, positive, until
 from neurotui.metrics.steptime import past_warmup, with_step_time
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_STRAGGLER_THRESHOLD = 0.2
 
@@ -70,6 +73,8 @@ def rank_step_times(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEP
                     attempt: int | None = None) -> pd.DataFrame:
     """rank_median per rank of the latest attempt (or `attempt`); index: rank; columns
     median_step_s, steps."""
+    import pandas as pd  # the batch form: its callers hold DataFrames already
+
     columns = ["median_step_s", "steps"]
     df = with_step_time(steps)
     if len(df):
@@ -95,8 +100,8 @@ def find_stragglers(per_rank: pd.DataFrame | pd.Series | Mapping[int, float],
     slow rank (a noisy core, a slow data loader) sets the pace for all. `per_rank` is
     rank_step_times() or a rank -> median step seconds mapping. Needs two ranks or more.
     """
-    if isinstance(per_rank, pd.DataFrame):
-        per_rank = per_rank["median_step_s"] if "median_step_s" in per_rank else pd.Series()
+    if hasattr(per_rank, "columns"):  # rank_step_times()' DataFrame
+        per_rank = per_rank.get("median_step_s", {})
     medians = {int(r): v for r, v in dict(per_rank).items() if positive(v) is not None}
     if len(medians) < 2 or finite_or_none(threshold) is None:
         return []
@@ -115,6 +120,8 @@ def stalled_ranks(steps: pd.DataFrame, now: float, factor: float = DEFAULT_STALL
     """`stalled` for the ranks of a step table's latest attempt as of `now` (log-parsed
     steps arrive in bursts: hence the minimum silence). The caller asks this only while the
     job runs."""
+    import pandas as pd  # the batch form: its callers hold DataFrames already
+
     moment = finite_or_none(now)
     if moment is None or positive(factor) is None:
         return {}

@@ -3,9 +3,11 @@ lines; and how their samples were known)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 STEP_SOURCE_NAMES = {"probe": "probe.step()", "auto": "automatic probe", "log": "log lines"}
 SAMPLES_FROM_NAMES = {"throughput": "printed throughput",

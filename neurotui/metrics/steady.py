@@ -18,14 +18,16 @@ import itertools
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from neurotui.defaults import DEFAULT_WARMUP_STEPS
 from neurotui.metrics.common import floats, has_rows, missing, numbers, positive
 from neurotui.metrics.steptime import past_warmup, with_step_time
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GRACE_S = 10.0
 """Compile lines can land a little after the steps they slowed (they come from logs, steps
@@ -68,10 +70,13 @@ def _steady_state(times: np.ndarray, samples_by_rank: Mapping[Any, float] | None
 
 
 def compile_hits(end: np.ndarray, start: np.ndarray, rank: np.ndarray,
-                 compiles: pd.DataFrame | None) -> np.ndarray:
+                 compiles: Any) -> np.ndarray:
     """Per step (its end, start and rank): did a compile event of its rank, or of no rank,
     fall in (start, end]? Steps of unknown length or rank: no. The rule of the figures here
     and of the dashboard's running steady state and alerts alike.
+
+    `compiles`: a table (a DataFrame, or the live path's Columns) with columns t and rank
+    (missing or NaN: a compile of no rank), or None.
 
     Rows are searched a run of one rank at a time: fast when each rank's rows lie together
     (as in a with_step_time table), right in any order.
@@ -80,15 +85,13 @@ def compile_hits(end: np.ndarray, start: np.ndarray, rank: np.ndarray,
     if not len(end) or not has_rows(compiles, "t"):
         return hit
     assert compiles is not None
-    ct = pd.to_numeric(compiles["t"], errors="coerce")
-    if "rank" in compiles.columns:
-        crank = pd.to_numeric(compiles["rank"], errors="coerce")
-    else:
-        crank = pd.Series(np.nan, index=compiles.index)
-    anyrank = np.sort(ct[crank.isna()].dropna().to_numpy(dtype=float))
-    ranked = ct[crank.notna()]
-    own = {float(r): np.sort(np.concatenate([anyrank, times.dropna().to_numpy(float)]))
-           for r, times in ranked.groupby(crank[crank.notna()])}
+    ct = floats(compiles["t"])
+    crank = floats(compiles["rank"]) if "rank" in compiles.columns else np.full(len(ct), np.nan)
+    timed = ~np.isnan(ct)
+    no_rank = np.isnan(crank)
+    anyrank = np.sort(ct[timed & no_rank])
+    own = {float(r): np.sort(np.concatenate([anyrank, ct[timed & (crank == r)]]))
+           for r in np.unique(crank[~no_rank])}
     if not len(anyrank) and not own:
         return hit
     counted = ~np.isnan(start) & ~missing(rank)  # steps of unknown length or rank: no
@@ -141,6 +144,8 @@ def overlaps_compile(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
     happen during the step?"""
     end = floats(df["t"])
     hit = compile_hits(end, end - floats(df["step_time"]), numbers(df["rank"]), compiles)
+    import pandas as pd  # the batch form: its callers hold DataFrames already
+
     return pd.Series(hit, index=df.index)
 
 
@@ -290,7 +295,8 @@ class SteadyTracker:
             self._pending.append((t[keep], np.full(int(keep.sum()), rank, dtype=np.int32),
                                   samples[keep], step_time[keep]))
 
-    def result(self, compiles: pd.DataFrame | None) -> SteadyState | None:
+    def result(self, compiles: Any) -> SteadyState | None:
+        """`compiles`: as compile_hits takes them."""
         clean, hit = self._clean, self._hit
         if self._pending:
             later_parts: list[tuple[np.ndarray, ...]] = []

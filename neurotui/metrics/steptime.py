@@ -9,9 +9,9 @@ tests/unit/test_metrics_forms.py holds them equal on random runs in random piece
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from neurotui.metrics.common import (
     column,
@@ -24,6 +24,9 @@ from neurotui.metrics.common import (
     numbers,
     sort_steps,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DERIVED = ("step_time", "steps_covered", "samples_covered")
 
@@ -69,6 +72,8 @@ def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
     Deriving this is the costly part of the figures on a long run: a caller wanting several
     of them (summary.summarize) derives it once and passes `timed=True` to the others.
     """
+    import pandas as pd  # the batch form: its callers hold DataFrames already
+
     if not has_rows(steps, "t", "rank", "step", "attempt"):
         base = list(steps.columns) if steps is not None else []
         return pd.DataFrame(columns=[*base, *DERIVED])
@@ -94,6 +99,8 @@ def past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
     warm-up. `df` comes from with_step_time (time-sorted, each rank's rows of an attempt
     together), possibly filtered.
     """
+    import pandas as pd  # the batch form: its callers hold DataFrames already
+
     out = np.zeros(len(df), dtype=bool)
     if len(df):
         starts = group_starts(df)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from neurotui.metrics.common import finite_or_none, has_rows, positive, until
 from neurotui.metrics.steptime import with_step_time
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_BUCKET_S = 10.0
 DEFAULT_WINDOW_S = 30.0
@@ -97,6 +100,8 @@ def throughput_series(steps: pd.DataFrame, bucket_s: float = DEFAULT_BUCKET_S,
     compile stalls show as gaps. The last bucket is usually partial: it is rated over the time
     it covers, and left out while it covers less than half a bucket (too noisy to show).
     """
+    import pandas as pd  # the batch form: its callers hold DataFrames already
+
     columns = ["t", "seconds", "samples", "samples_per_s"]
     bucket = positive(bucket_s)
     df = with_step_time(steps)

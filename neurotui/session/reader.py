@@ -1,4 +1,4 @@
-"""Reading a session: tail it live or load it whole, into pandas DataFrames.
+"""Reading a session: tail it live or load it whole, into numpy columns (columns.py).
 
 Tolerant by design: a truncated last line, garbage lines and unknown kinds are counted and
 reported, never fatal. A newer format version is refused with a clear message, because
@@ -8,6 +8,9 @@ Fast load: parsing millions of JSON lines takes minutes, so the first poll of a 
 restores what an earlier reader took from the files (neurotui.session.cache) and then reads
 only the bytes appended since; a reader that had to parse a finished session (or a long run)
 itself leaves such a cache behind.
+
+pandas is imported only by the batch views (`steps()`, `phases()`, `frame()`: summary, compare,
+export): a follower (`take_steps`, the dashboard) never imports it.
 
 Memory: steps wait in typed arrays until asked for, files are read in bounded pieces, and a
 follower that takes the steps in as they come (`take_steps`, the dashboard) leaves the reader
@@ -24,14 +27,17 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from neurotui.session import cache, layout
+from neurotui.session.columns import Columns
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.tailing import read_new_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KNOWN_KINDS = frozenset({
     "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
@@ -45,7 +51,7 @@ LOG_OFFSETS = "log_offsets"
 BOUNDED_KINDS = TELEMETRY_KINDS | {LOG_OFFSETS}
 """Kinds written every second or so, all of them kept only the last `telemetry_history`."""
 DEFAULT_TELEMETRY_HISTORY = 3600
-_SOURCES = ("probe", "log", "auto")
+STEP_SOURCES = ("probe", "log", "auto")
 """Where a step row came from (the `src` codes, in this order: codes are cached, so a new source
 is appended): the script's own `neurotui.probe` calls, its log lines, the automatic probe."""
 _PROBE, _LOG, _AUTO = range(3)
@@ -101,9 +107,9 @@ class ReadProblems:
 
 
 class _StepColumns:
-    """Steps not yet in the DataFrame, as typed arrays: 8 bytes a value, not a Python object."""
+    """Steps not yet in the table, as typed arrays: 8 bytes a value, not a Python object."""
 
-    # Column -> (array type code, dtype of the DataFrame column).
+    # Column -> (array type code, dtype of the table's column).
     _TYPES = {"t": ("d", "float64"), "rank": ("q", "int64"), "step": ("q", "int64"),
               "samples": ("d", "float64"), "loss": ("d", "float64"), "dt": ("d", "float64"),
               "src": ("b", "int8"), "attempt": ("q", "int64")}
@@ -115,28 +121,27 @@ class _StepColumns:
     def __len__(self) -> int:
         return len(self.t)
 
-    def frame(self) -> pd.DataFrame:
-        """The rows as a DataFrame in time order (stable), taking over the arrays' memory;
-        leaves this empty. Rows already in order are not copied, others one column at a time:
-        a first read of a long run holds millions of rows."""
+    def columns(self) -> Columns:
+        """The rows in time order (stable), taking over the arrays' memory; leaves this
+        empty. Rows already in order are not copied, others one column at a time: a first
+        read of a long run holds millions of rows."""
         t = np.frombuffer(self.t, dtype="float64")
         order = None
         if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
             order = np.argsort(t, kind="stable")
         del t
-        columns: dict[str, Any] = {}
+        columns: dict[str, np.ndarray] = {}
         for name, (code, dtype) in self._TYPES.items():
             values = np.frombuffer(getattr(self, name), dtype=dtype)
-            # The DataFrame keeps these arrays (or their sorted copy): start afresh.
+            # The table keeps these arrays (or their sorted copy): start afresh.
             setattr(self, name, array(code))
             columns[name] = values if order is None else values[order]
             del values  # the unsorted column goes before the next is copied
-        columns["src"] = pd.Categorical.from_codes(columns["src"], _SOURCES)
-        return pd.DataFrame(columns, copy=False)
+        return Columns(columns)
 
 
 class _PhaseColumns:
-    """Per-step phase timings not yet in the DataFrame: a typed array per phase name (NaN where
+    """Per-step phase timings not yet in the table: a typed array per phase name (NaN where
     a step did not report it), not a dict per step (half a KB each: 0.5 GB a million steps)."""
 
     def __init__(self) -> None:
@@ -164,14 +169,14 @@ class _PhaseColumns:
             if len(column) == n:
                 column.append(math.nan)
 
-    def frame(self) -> pd.DataFrame:
+    def columns(self) -> Columns:
         """Columns t, rank and the phases in the order first seen; leaves this empty."""
         columns = {"t": np.frombuffer(self.t, dtype="float64"),
                    "rank": np.frombuffer(self.rank, dtype="int64"),
                    **{name: np.frombuffer(column, dtype="float64")
                       for name, column in self.values.items()}}
-        self.t, self.rank, self.values = self._empty()  # the DataFrame keeps the old arrays
-        return pd.DataFrame(columns, copy=False)
+        self.t, self.rank, self.values = self._empty()  # the table keeps the old arrays
+        return Columns(columns)
 
 
 class _EventIndex:
@@ -186,25 +191,27 @@ class _EventIndex:
         self.stream, self.offset, self.length, self.kind = (
             array(code) for code, _ in self._TYPES.values())
 
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({name: np.frombuffer(getattr(self, name), dtype=dtype)
-                             for name, (_, dtype) in self._TYPES.items()})
+    def columns(self) -> Columns:
+        """A copy of the index as columns (the arrays go on growing)."""
+        return Columns({name: np.frombuffer(getattr(self, name), dtype=dtype).copy()
+                        for name, (_, dtype) in self._TYPES.items()})
 
     @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> _EventIndex:
+    def from_columns(cls, columns: Columns) -> _EventIndex:
         index = cls()
         for name, (_, dtype) in cls._TYPES.items():
-            getattr(index, name).frombytes(df[name].to_numpy(dtype=dtype).tobytes())
+            getattr(index, name).frombytes(np.asarray(columns[name], dtype=dtype).tobytes())
         return index
 
 
 @dataclass(frozen=True)
 class TakenSteps:
-    """What `SessionReader.take_steps` hands over: rows as in `steps()` and `phases()`."""
+    """What `SessionReader.take_steps` hands over: rows as in `steps()` and `phases()`, as
+    columns (`src` as codes into STEP_SOURCES)."""
 
-    steps: pd.DataFrame
+    steps: Columns
     """The new step rows, in time order (the rows of earlier calls may be later than some)."""
-    phases: pd.DataFrame
+    phases: Columns
 
 
 class SessionReader:
@@ -232,8 +239,10 @@ class SessionReader:
         self._polled = False
         self._tails: dict[Path, _Tail] = {}
         self._new = _StepColumns()
-        self._steps_df = _StepColumns().frame()
-        self._phases_df: pd.DataFrame | None = None
+        self._steps = _StepColumns().columns()
+        self._phases: Columns | None = None
+        self._frames: dict[str, tuple[Columns, pd.DataFrame]] = {}
+        """steps()/phases() as DataFrames, kept while their columns stay the same."""
         self._new_phases = _PhaseColumns()
         self._rank_sources: dict[int, set[int]] = {}
         """Per rank, the sources whose steps were taken (the best of them is kept)."""
@@ -339,7 +348,7 @@ class SessionReader:
     # -- cache ---------------------------------------------------------------------------
     def _restore(self) -> int:
         """Take the session's cache, if valid; returns the records it added (0: none)."""
-        read = cache.load(self.dir)
+        read = cache.load(self.dir, STEP_SOURCES)
         if read is None or not set(read.kinds) <= KNOWN_KINDS:
             return 0
         try:
@@ -349,12 +358,12 @@ class SessionReader:
         for sid, source in enumerate(read.sources):
             path = self.dir / source.name
             self._tails[path] = _Tail(path, source.name, sid, source.offset, source.line_no)
-        self._steps_df = read.steps
-        self._phases_df = read.phases if len(read.phases.columns) else None
+        self._steps = read.steps
+        self._phases = read.phases if read.phases.columns else None
         # The cache's kind codes follow its own list: translate them to this version's.
         codes = np.array([_KIND_CODE[k] for k in read.kinds] or [0], dtype="int8")
-        self._index = _EventIndex.from_frame(read.events.assign(
-            kind=codes[read.events["kind"].to_numpy(dtype="int64")]))
+        self._index = _EventIndex.from_columns(read.events.with_column(
+            "kind", codes[np.asarray(read.events["kind"], dtype="int64")]))
         self.events = events
         self._rank_sources = {rank: set(codes) for rank, codes in read.rank_sources.items()}
         self.samples_from = set(read.samples_from)
@@ -372,10 +381,8 @@ class SessionReader:
         """The events this reader keeps, parsed again from the byte ranges the index gives
         (the last `telemetry_history` of each telemetry kind: a few thousand lines)."""
         index = read.events
-        streams = index["stream"].to_numpy()
-        offsets = index["offset"].to_numpy()
-        lengths = index["length"].to_numpy()
-        codes = index["kind"].to_numpy()
+        streams, offsets, lengths, codes = (
+            index[name] for name in ("stream", "offset", "length", "kind"))
         out: dict[str, list[dict[str, Any]] | deque[dict[str, Any]]] = {}
         files: dict[int, Any] = {}
         try:
@@ -422,11 +429,12 @@ class SessionReader:
                 return
             position[tail.sid] = len(sources)
             sources.append(stamp)
-        events = self._index.frame()
-        events["stream"] = position[events["stream"].to_numpy()]
+        events = self._index.columns()
+        events = events.with_column("stream", position[events["stream"]])
         problems = self.problems
         read = cache.CachedRead(
-            sources=sources, steps=self.steps(), phases=self.phases(),
+            sources=sources, steps=self._flush_steps(), src_categories=list(STEP_SOURCES),
+            phases=self._flush_phases(),
             events=events, kinds=list(_INDEXED_KINDS),
             problems={"bad_lines": problems.bad_lines,
                       "truncated_lines": problems.truncated_lines,
@@ -547,12 +555,28 @@ class SessionReader:
         then the automatic probe, then log lines). Treat it as read-only: it is shared between
         calls."""
         self._refuse_if_streaming("steps")
-        return self._flush_steps()
+        return self._frame_of("steps", self._flush_steps())
 
     def phases(self) -> pd.DataFrame:
         """Per-step phase timings (data, forward, ...) where the script reported them."""
         self._refuse_if_streaming("phases")
+        return self._frame_of("phases", self._flush_phases())
+
+    def step_columns(self) -> Columns:
+        """steps() as numpy columns (`src` as codes into STEP_SOURCES): no pandas needed."""
+        self._refuse_if_streaming("step_columns")
+        return self._flush_steps()
+
+    def phase_columns(self) -> Columns:
+        """phases() as numpy columns."""
+        self._refuse_if_streaming("phase_columns")
         return self._flush_phases()
+
+    def _frame_of(self, what: str, columns: Columns) -> pd.DataFrame:
+        kept = self._frames.get(what)
+        if kept is None or kept[0] is not columns:
+            kept = self._frames[what] = (columns, columns.to_frame({"src": STEP_SOURCES}))
+        return kept[1]
 
     def take_steps(self) -> TakenSteps | None:
         """The steps (and phase rows) taken in since the last call: all there are at the first.
@@ -567,12 +591,11 @@ class SessionReader:
         if self._voided:
             return None
         steps, phases = self._flush_steps(), self._flush_phases()
-        self._steps_df = _StepColumns().frame()  # not steps.iloc[:0]: a view keeps it all
-        self._phases_df = None
+        self._steps = _StepColumns().columns()
+        self._phases = None
         if len(steps):
-            pairs = np.unique(np.stack([steps["rank"].to_numpy(dtype=np.int64),
-                                        steps["src"].cat.codes.to_numpy(dtype=np.int64)]),
-                              axis=1)
+            pairs = np.unique(np.stack([steps["rank"].astype(np.int64, copy=False),
+                                        steps["src"].astype(np.int64)]), axis=1)
             for rank, src in pairs.T:
                 self._handed.setdefault(int(rank), set()).add(int(src))
         return TakenSteps(steps, phases)
@@ -588,45 +611,46 @@ class SessionReader:
             raise RuntimeError(f"{what}(): this reader hands its steps out (take_steps) and "
                                "keeps none; read the session with a reader of its own")
 
-    def _flush_steps(self) -> pd.DataFrame:
+    def _flush_steps(self) -> Columns:
         """The step table, with the rows waiting in typed arrays merged in."""
-        df = self._steps_df
+        table = self._steps
         if len(self._new):
-            chunk = self._new.frame()
+            chunk = self._new.columns()
             if self._log_losses:
                 chunk = _put_log_losses(chunk, self._log_losses)
                 self._log_losses.clear()
-            df = _merge_in_time_order(df, chunk)
+            table = _merge_in_time_order(table, chunk)
         if self._purge:  # once per rank: a better source appeared after rows of worse ones
-            rank = df["rank"].to_numpy()
-            codes = df["src"].cat.codes.to_numpy()
+            rank, codes = table["rank"], table["src"]
             rank_order = _PRECEDENCE_OF_CODE[codes]
-            drop = np.zeros(len(df), dtype=bool)
+            drop = np.zeros(len(table), dtype=bool)
             moved = []
             for r, best in self._purge.items():
                 mine = (rank == r) & (rank_order > _PRECEDENCE[best])
                 drop |= mine
                 if best == _AUTO:  # the log lines' losses stay, on the automatic rows
-                    loss = df["loss"].to_numpy()
+                    loss = table["loss"]
                     lost = np.flatnonzero(mine & (codes == _LOG) & np.isfinite(loss))
                     moved += [(float(t), r, float(loss[i]))
-                              for i, t in zip(lost, df["t"].to_numpy()[lost], strict=True)]
-            df = df[~drop]
+                              for i, t in zip(lost, table["t"][lost], strict=True)]
+            table = table.rows(~drop)
             if moved:
-                df = _put_log_losses(df, moved)
+                table = _put_log_losses(table, moved)
             self._purge.clear()
-        if df is not self._steps_df:
-            self._steps_df = df.reset_index(drop=True)
-        return self._steps_df
+        self._steps = table
+        return table
 
-    def _flush_phases(self) -> pd.DataFrame:
+    def _flush_phases(self) -> Columns:
         if len(self._new_phases):
-            chunk = self._new_phases.frame()
-            self._phases_df = (chunk if self._phases_df is None
-                               else pd.concat([self._phases_df, chunk], ignore_index=True))
-        return self._phases_df if self._phases_df is not None else pd.DataFrame()
+            chunk = self._new_phases.columns()
+            self._phases = chunk if self._phases is None else Columns.concat(
+                [self._phases, chunk])
+        return self._phases if self._phases is not None else Columns()
 
     def frame(self, kind: str) -> pd.DataFrame:
+        """The events of `kind` kept, as a DataFrame (batch views only: imports pandas)."""
+        import pandas as pd
+
         return pd.DataFrame(list(self.events.get(kind, ())))
 
     def last(self, kind: str) -> dict[str, Any] | None:
@@ -640,17 +664,16 @@ class SessionReader:
         this way instead of keeping it. Needs `use_cache=True` (the index is kept then)."""
         if not self.use_cache:
             raise ValueError("event locations are only indexed with use_cache=True")
-        index = self._index.frame()
-        mine = index[index["kind"].to_numpy() == _KIND_CODE[kind]]
+        index = self._index.columns()
+        mine = index.rows(index["kind"] == _KIND_CODE[kind])
         paths = [self.dir / "-"] * len(self._tails)
         for tail in self._tails.values():
             paths[tail.sid] = tail.path
-        return (paths, mine["stream"].to_numpy(), mine["offset"].to_numpy(),
-                mine["length"].to_numpy())
+        return paths, mine["stream"], mine["offset"], mine["length"]
 
 
-_SOURCE_CODES = {name: code for code, name in enumerate(_SOURCES)}
-_PRECEDENCE_OF_CODE = np.array([_PRECEDENCE[code] for code in range(len(_SOURCES))])
+_SOURCE_CODES = {name: code for code, name in enumerate(STEP_SOURCES)}
+_PRECEDENCE_OF_CODE = np.array([_PRECEDENCE[code] for code in range(len(STEP_SOURCES))])
 SAMPLES_PER_STEP = "samples_per_step"
 
 
@@ -662,15 +685,14 @@ def _positive(value: Any) -> float | None:
     return number if math.isfinite(number) and number > 0 else None
 
 
-def _put_log_losses(chunk: pd.DataFrame, losses: list[tuple[float, int, float]]
-                    ) -> pd.DataFrame:
+def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]) -> Columns:
     """Each log-printed loss onto the automatic probe's row of that rank just before it, where
     that row has none: the loss a script prints belongs to the step it just took. A loss whose
     row was handed out by an earlier flush is not placed (it would land on a later step)."""
-    auto = (chunk["src"].cat.codes == _AUTO).to_numpy()
-    rank = chunk["rank"].to_numpy()
-    t = chunk["t"].to_numpy()
-    loss = chunk["loss"].to_numpy().copy()
+    auto = chunk["src"] == _AUTO
+    rank = chunk["rank"]
+    t = chunk["t"]
+    loss = chunk["loss"].copy()
     by_rank: dict[int, np.ndarray] = {}
     for log_t, log_rank, value in losses:
         rows = by_rank.get(log_rank)
@@ -679,7 +701,7 @@ def _put_log_losses(chunk: pd.DataFrame, losses: list[tuple[float, int, float]]
         at = int(np.searchsorted(t[rows], log_t, side="right")) - 1
         if at >= 0 and math.isnan(loss[rows[at]]):
             loss[rows[at]] = value
-    return chunk.assign(loss=loss)
+    return chunk.with_column("loss", loss)
 
 
 def _size(path: Path) -> int:
@@ -689,19 +711,19 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _merge_in_time_order(df: pd.DataFrame, chunk: pd.DataFrame) -> pd.DataFrame:
+def _merge_in_time_order(table: Columns, chunk: Columns) -> Columns:
     """Both in time order; as a stable sort of the two one after the other, but only the rows
-    of `df` later than the chunk's first are sorted again (late lines: a slow log)."""
-    if not len(df):
+    of `table` later than the chunk's first are sorted again (late lines: a slow log)."""
+    if not len(table):
         return chunk
     if not len(chunk):
-        return df
-    start = int(np.searchsorted(df["t"].to_numpy(), chunk["t"].iloc[0], side="right"))
-    if start == len(df):
-        return pd.concat([df, chunk], ignore_index=True)
-    tail = pd.concat([df.iloc[start:], chunk], ignore_index=True)
-    tail = tail.take(np.argsort(tail["t"].to_numpy(), kind="stable"))
-    return pd.concat([df.iloc[:start], tail], ignore_index=True)
+        return table
+    start = int(np.searchsorted(table["t"], chunk["t"][0], side="right"))
+    if start == len(table):
+        return Columns.concat([table, chunk])
+    tail = Columns.concat([table.rows(slice(start, None)), chunk])
+    tail = tail.rows(np.argsort(tail["t"], kind="stable"))
+    return Columns.concat([table.rows(slice(None, start)), tail])
 
 
 def _seconds(value: Any) -> float:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
-import pandas as pd
 
 from neurotui.metrics import finite_or_none
 from neurotui.session.reader import (
@@ -92,12 +91,12 @@ class Timeline:
         self.reader = SessionReader(session_dir, telemetry_history=0).load()
         self.dir = self.reader.dir
         self.meta = self.reader.meta
-        self.steps = self.reader.steps()
-        self._step_t = self.steps["t"].to_numpy(dtype="float64")
-        phases = self.reader.phases()
-        self.phases = phases.sort_values("t", kind="stable", ignore_index=True) \
+        self.steps = self.reader.step_columns()
+        self._step_t = self.steps.floats("t")
+        phases = self.reader.phase_columns()
+        self.phases = phases.rows(np.argsort(phases["t"], kind="stable")) \
             if len(phases) else phases
-        self._phase_t = self.phases["t"].to_numpy(dtype="float64") if len(phases) else None
+        self._phase_t = self.phases.floats("t") if len(phases) else None
         # Rare events (compiles, process starts and exits, restarts...): kept whole, by time.
         self.events: dict[str, list[dict[str, Any]]] = {}
         self._event_t: dict[str, list[float]] = {}
@@ -131,7 +130,7 @@ class Timeline:
 
     def time_of_step(self, step: int) -> float | None:
         """When the run first reached `step` (on any rank of any attempt), or None."""
-        reached = np.flatnonzero(self.steps["step"].to_numpy() >= step)
+        reached = np.flatnonzero(self.steps["step"] >= step)
         return float(self._step_t[reached[0]]) if len(reached) else None
 
     def steps_until(self, until: float) -> int:
@@ -226,8 +225,8 @@ class TimelineView:
             self._handed = self._phases_handed = 0
             return None
         phase_rows = tl.phase_rows_until(self.until)
-        taken = TakenSteps(tl.steps.iloc[self._handed:rows],
-                           tl.phases.iloc[self._phases_handed:phase_rows])
+        taken = TakenSteps(tl.steps.rows(slice(self._handed, rows)),
+                           tl.phases.rows(slice(self._phases_handed, phase_rows)))
         self._handed, self._phases_handed = rows, phase_rows
         return taken
 
@@ -235,9 +234,6 @@ class TimelineView:
         """Itself, handing out from the start again (take_steps said to start over)."""
         self._handed = self._phases_handed = 0
         return self
-
-    def frame(self, kind: str) -> pd.DataFrame:
-        return pd.DataFrame(list(self.events.get(kind, ())))
 
     def last(self, kind: str) -> dict[str, Any] | None:
         items = self.events.get(kind)

@@ -63,3 +63,51 @@ def test_the_command_line_and_the_supervisor_start_without_pandas_or_textual() -
              "print(sorted({'pandas', 'numpy', 'textual'} & set(sys.modules)))"],
             capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout.strip()
         assert loaded == "[]", (module, loaded)
+
+
+def test_following_and_replaying_a_run_need_no_pandas() -> None:
+    """The dashboard (run, attach) and replay work on numpy columns: pandas (a third of a
+    second and 70 MB) is imported only by compare, export and the end-of-run summary."""
+    import subprocess
+    import sys
+
+    for module in ("neurotui.ui.app", "neurotui.ui.replay", "neurotui.headless"):
+        loaded = subprocess.run(
+            [sys.executable, "-c", f"import sys, {module}; "
+             "print(sorted({'pandas', 'pyarrow'} & set(sys.modules)))"],
+            capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout.strip()
+        assert loaded == "[]", (module, loaded)
+
+
+def test_the_dashboard_and_replay_figures_are_computed_without_pandas() -> None:
+    """Not only the imports: refreshing the live model over a recorded session (steps,
+    compiles, phases, alerts) and replaying one leave pandas unloaded."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from pathlib import Path
+from neurotui.live.clock import FixedClock
+from neurotui.live.model import DashboardModel
+from neurotui.session.reader import SessionReader
+from neurotui.session.status import SessionStatus
+from neurotui.session.timeline import Timeline
+for name in ("sample-cpu-gloo", "sample-xla-cpu"):
+    session = Path("sessions") / name
+    reader = SessionReader(session, use_cache=False)
+    end = float(reader.meta["ended_at"])
+    model = DashboardModel(reader, FixedClock(end), throttle=False,
+                           status=lambda: SessionStatus("exited", False, "done"))
+    state = model.refresh()
+    assert state.throughput.steady is not None, name
+    view = Timeline(session).view()
+    view.seek(end)
+    replayed = DashboardModel(view, FixedClock(end), throttle=False,
+                              status=lambda: SessionStatus("exited", False, "done")).refresh()
+    assert replayed.throughput.steady == state.throughput.steady, name
+print(sorted({'pandas', 'pyarrow'} & set(sys.modules)))
+"""
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=PACKAGE.parent).stdout.strip()
+    assert loaded == "[]"

@@ -1,19 +1,29 @@
 """The reader's columnar cache: a restored read equals a fresh parse of the JSON lines, bytes
-appended after the cache are read, and a source that shrank or was rewritten rebuilds it."""
+appended after the cache are read, and a source that shrank or was rewritten rebuilds it. The
+cache itself (a .npy file per column) round-trips every column type, and a damaged, foreign,
+older or half-written one reads as None."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
+import numpy as np
 import pytest
 
 from neurotui.session import cache, layout
 from neurotui.session import reader as reader_module
+from neurotui.session.columns import Columns
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
+
+SOURCES = ("probe", "log", "auto")
+"""The reader's step sources, in the order of their `src` codes."""
 
 FINISHED = {"code": 0, "signal": None, "reason": "completed", "attempts": 1}
 
@@ -54,12 +64,28 @@ def make_session(tmp_path: Path, steps: int = 30, ranks: int = 2, finished: bool
     return d
 
 
+def table(rows: Any) -> dict[str, np.ndarray]:
+    """A reader's table (a DataFrame or Columns) as named arrays, `src` as source names."""
+    out = {name: np.asarray(values) for name, values in Columns.of(rows).items()}
+    if "src" in out and out["src"].dtype.kind in "iu":  # codes, as take_steps hands them
+        out["src"] = np.asarray(SOURCES, dtype=object)[out["src"]]
+    return out
+
+
+def assert_same_table(a: Any, b: Any) -> None:
+    a, b = table(a), table(b)
+    assert list(a) == list(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype, name
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
 def assert_same_read(d: Path, history: int | None = 300) -> SessionReader:
     """Load with the cache and without it: every view must be the same."""
     cached = SessionReader(d, telemetry_history=history).load()
     fresh = SessionReader(d, telemetry_history=history, use_cache=False).load()
-    pd.testing.assert_frame_equal(cached.steps(), fresh.steps())
-    pd.testing.assert_frame_equal(cached.phases(), fresh.phases())
+    assert_same_table(cached.steps(), fresh.steps())
+    assert_same_table(cached.phases(), fresh.phases())
     assert {k: list(v) for k, v in cached.events.items()} == \
         {k: list(v) for k, v in fresh.events.items()}
     assert cached.problems == fresh.problems
@@ -74,7 +100,9 @@ def test_the_first_load_writes_the_cache_and_the_next_restores_it(tmp_path: Path
     again = assert_same_read(d)
     assert again.cache_state == "restored"
     assert len(again.steps()) == 60
-    assert list(again.steps()["src"].cat.categories) == ["probe", "log", "auto"]
+    assert set(table(again.steps())["src"]) == {"probe"}
+    stamp = json.loads((d / ".cache" / "stamp.json").read_text())
+    assert stamp["src_categories"] == list(SOURCES)
     assert again.problems.bad_lines == 1 and again.problems.unknown_kinds["future_kind"] == 1
     assert again.problems.locations == ["events.jsonl:3 (not JSON)"]
     assert [e["procs"][0]["cpu"] for e in again.events["procs"]] == [0, 1, 2, 3, 4]
@@ -113,7 +141,7 @@ def test_lines_appended_after_the_cache_are_read(tmp_path: Path) -> None:
         f.write(event(121, "compile", rank=0, what="cache_hit", line="hit"))
     r = assert_same_read(d)
     assert r.cache_state == "restored+written"  # and saved again, appended part included
-    assert r.steps()["step"].max() == 31
+    assert table(r.steps())["step"].max() == 31
     assert [c["what"] for c in r.events["compile"]] == ["compile", "cache_hit"]
     # Line numbers continue from where the cache stopped.
     assert r.problems.locations == ["events.jsonl:3 (not JSON)",
@@ -126,7 +154,7 @@ def test_a_new_rank_file_after_the_cache_is_read_whole(tmp_path: Path) -> None:
     SessionReader(d).load()
     layout.probe_path(d, 2).write_text(step(111.0, 2, 1) + step(111.1, 2, 2))
     r = assert_same_read(d)
-    assert sorted(r.steps()["rank"].unique()) == [0, 1, 2]
+    assert np.unique(table(r.steps())["rank"]).tolist() == [0, 1, 2]
 
 
 def test_probe_records_arriving_after_the_cache_still_win_over_log_lines(
@@ -136,12 +164,14 @@ def test_probe_records_arriving_after_the_cache_still_win_over_log_lines(
         f.writelines(step(110 + i * 0.1, 1, i, src="log") for i in range(1, 6))
     first = SessionReader(d).load()
     assert first.cache_state == "written"
-    assert set(first.steps().loc[first.steps()["rank"] == 1, "src"]) == {"log"}
+    steps = table(first.steps())
+    assert set(steps["src"][steps["rank"] == 1]) == {"log"}
     layout.probe_path(d, 1).write_text("".join(step(110 + i * 0.1, 1, i) for i in range(1, 6)))
     with open(d / layout.EVENTS, "a") as f:  # a late log line of a rank now probed: dropped
         f.write(step(111.0, 1, 6, src="log"))
     r = assert_same_read(d)
-    assert set(r.steps().loc[r.steps()["rank"] == 1, "src"]) == {"probe"}
+    steps = table(r.steps())
+    assert set(steps["src"][steps["rank"] == 1]) == {"probe"}
     assert len(r.steps()) == 35
 
 
@@ -170,12 +200,13 @@ def test_a_source_that_shrank_or_was_rewritten_rebuilds_the_cache(tmp_path: Path
         path.unlink()
     r = assert_same_read(d)
     assert r.cache_state == "written"
+    steps = table(r.steps())
     if change == "truncate":
-        assert r.steps()["step"].max() == 30 and len(r.steps()) == 55
+        assert steps["step"].max() == 30 and len(r.steps()) == 55
     if change == "same_size_edit":
-        assert (r.steps()["step"] == 13).sum() == 3
+        assert (steps["step"] == 13).sum() == 3
     if change == "delete":
-        assert set(r.steps()["rank"]) == {1}
+        assert set(steps["rank"].tolist()) == {1}
 
 
 def test_a_truncated_last_line_is_read_again_not_cached(tmp_path: Path) -> None:
@@ -190,7 +221,7 @@ def test_a_truncated_last_line_is_read_again_not_cached(tmp_path: Path) -> None:
     with open(layout.probe_path(d, 0), "a") as f:  # the line completes after all
         f.write(whole[20:])
     r = assert_same_read(d)
-    assert r.problems.truncated_lines == 0 and r.steps()["step"].max() == 31
+    assert r.problems.truncated_lines == 0 and table(r.steps())["step"].max() == 31
 
 
 def test_a_running_session_reads_appends_and_waits_for_partial_lines(tmp_path: Path) -> None:
@@ -237,7 +268,8 @@ def test_an_unwritable_session_folder_just_means_no_cache(tmp_path: Path) -> Non
     assert_same_read(d)
 
 
-@pytest.mark.parametrize("damage", ["stamp", "parquet", "version", "index", "foreign"])
+@pytest.mark.parametrize("damage", ["stamp", "column", "version", "index", "foreign",
+                                    "token", "categories"])
 def test_a_damaged_cache_is_ignored_and_rebuilt(tmp_path: Path, damage: str) -> None:
     d = make_session(tmp_path)
     SessionReader(d).load()
@@ -245,18 +277,21 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(tmp_path: Path, damage: str) -> 
     stamp = json.loads((folder / "stamp.json").read_text())
     if damage == "stamp":
         (folder / "stamp.json").write_text("{not json")
-    elif damage == "parquet":
-        (folder / f"{stamp['token']}.steps.parquet").write_bytes(b"PAR1 nonsense")
+    elif damage == "column":
+        (folder / f"{stamp['token']}.steps.0.npy").write_bytes(b"\x93NUMPY nonsense")
     elif damage == "version":
         (folder / "stamp.json").write_text(json.dumps({**stamp, "version": 999}))
     elif damage == "foreign":  # a stamp naming a file outside the session's streams
         (tmp_path / "elsewhere.jsonl").write_bytes((d / layout.EVENTS).read_bytes())
         stamp["sources"][0]["name"] = "../elsewhere.jsonl"
         (folder / "stamp.json").write_text(json.dumps(stamp))
+    elif damage == "token":  # a stamp naming column files outside the cache folder
+        (folder / "stamp.json").write_text(json.dumps({**stamp, "token": "../x"}))
+    elif damage == "categories":  # written by a version with other step sources
+        (folder / "stamp.json").write_text(json.dumps({**stamp, "src_categories": ["x"]}))
     else:  # offsets that point into the middle of lines
-        events = pd.read_parquet(folder / f"{stamp['token']}.events.parquet")
-        events["offset"] += 3
-        events.to_parquet(folder / f"{stamp['token']}.events.parquet", index=False)
+        offsets = folder / f"{stamp['token']}.events.1.npy"
+        np.save(offsets, np.load(offsets) + 3, allow_pickle=False)
     r = assert_same_read(d)
     assert r.cache_state == "written"
     assert SessionReader(d).load().cache_state == "restored"
@@ -270,8 +305,10 @@ def test_only_one_cache_is_kept(tmp_path: Path) -> None:
     SessionReader(d).load()
     files = sorted(p.name for p in (d / ".cache").iterdir())
     token = json.loads((d / ".cache" / "stamp.json").read_text())["token"]
-    assert files == sorted([f"{token}.events.parquet", f"{token}.phases.parquet",
-                            f"{token}.steps.parquet", "stamp.json"])
+    # t, rank, data, fwd; 8 step columns; 4 event columns.
+    assert files == sorted([*(f"{token}.phases.{i}.npy" for i in range(4)),
+                            *(f"{token}.steps.{i}.npy" for i in range(8)),
+                            *(f"{token}.events.{i}.npy" for i in range(4)), "stamp.json"])
 
 
 def test_use_cache_false_neither_reads_nor_writes(tmp_path: Path) -> None:
@@ -312,9 +349,9 @@ def test_phase_gaps_and_late_phase_names_round_trip(tmp_path: Path) -> None:
     SessionReader(d).load()
     again = assert_same_read(d)
     assert again.cache_state == "restored"
-    phases = again.phases()
-    assert list(phases.columns) == ["t", "rank", "data", "fwd", "optimizer"]
-    assert phases["optimizer"].notna().sum() == 1 and phases["data"].isna().sum() == 1
+    phases = table(again.phases())
+    assert list(phases) == ["t", "rank", "data", "fwd", "optimizer"]
+    assert (~np.isnan(phases["optimizer"])).sum() == 1 and np.isnan(phases["data"]).sum() == 1
 
 
 def test_a_follower_restores_the_cache_and_takes_every_step(tmp_path: Path) -> None:
@@ -325,5 +362,302 @@ def test_a_follower_restores_the_cache_and_takes_every_step(tmp_path: Path) -> N
     taken = follower.take_steps()
     assert follower.cache_state == "restored" and taken is not None
     fresh = SessionReader(d, use_cache=False).load()
-    pd.testing.assert_frame_equal(taken.steps, fresh.steps())
-    pd.testing.assert_frame_equal(taken.phases, fresh.phases())
+    assert_same_table(taken.steps, fresh.steps())
+    assert_same_table(taken.phases, fresh.phases())
+
+
+# -- the cache on its own (no reader) ------------------------------------------------------
+
+ODD_PHASES = ["data", "forward", "optimizer step/all-reduce", "../../etc/passwd", "a b",
+              "", "0", "ünïcode ⏱", "t.npy", "steps.3"]
+
+
+def a_session(tmp_path: Path) -> Path:
+    d = tmp_path / "s"
+    (d / layout.PROBE_DIR).mkdir(parents=True)
+    (d / layout.EVENTS).write_text(event(101, "compile", rank=0, what="compile", line="x")
+                                   + event(102, "host", cpu=[1.0], mem_used=1, mem_total=2))
+    layout.probe_path(d, 0).write_text(step(110.0, 0, 1))
+    return d
+
+
+def a_read(d: Path, rows: int = 5, phases: list[str] | None = None) -> cache.CachedRead:
+    """A read of every column type, with extreme values (NaN, inf, int64 limits)."""
+    sources = [cache.stamp_source(d, name, (d / name).stat().st_size, 1)
+               for name in (layout.EVENTS, "probe/rank-0.jsonl")]
+    assert all(s is not None for s in sources)
+    rng = np.random.default_rng(7)
+    floats = rng.normal(size=rows)
+    floats[:3] = [np.nan, np.inf, -0.0][:rows]
+    ints = rng.integers(-2**63, 2**63 - 1, size=rows, dtype=np.int64)
+    steps = Columns({"t": 1.764e9 + np.arange(rows) * 0.1, "rank": ints % 64,
+                     "step": ints, "samples": floats * 32, "loss": floats,
+                     "dt": np.abs(floats), "src": (np.arange(rows) % 3).astype(np.int8),
+                     "attempt": np.arange(rows, dtype=np.int64)})
+    names = ODD_PHASES if phases is None else phases
+    phase_table = Columns({"t": steps["t"], "rank": steps["rank"],
+                           **{name: floats + i for i, name in enumerate(names)}}
+                          ) if names else Columns()
+    events = Columns({"stream": np.array([0, 0, 1, 1], dtype=np.int16),
+                      "offset": np.array([0, 90, 0, 2**40], dtype=np.int64),
+                      "length": np.array([90, 80, 5, 2**31 - 1], dtype=np.int32),
+                      "kind": np.array([0, 1, 1, 0], dtype=np.int8)})
+    return cache.CachedRead(
+        sources=sources, steps=steps, phases=phase_table, events=events,  # type: ignore[arg-type]
+        kinds=["compile", "host"], src_categories=list(SOURCES),
+        problems={"bad_lines": 2, "truncated_lines": 0, "unknown_kinds": {"odd kind": 1},
+                  "locations": ["events.jsonl:3 (not JSON)"]},
+        rank_sources={0: [0, 2], 5: [1]}, samples_from=["probe", "the step lines"])
+
+
+def assert_same_columns(a: Columns, b: Columns) -> None:
+    assert a.columns == b.columns and len(a) == len(b)
+    for name in a.columns:
+        assert a[name].dtype == b[name].dtype, name
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def assert_round_trip(d: Path, read: cache.CachedRead) -> cache.CachedRead:
+    assert cache.save(d, read)
+    back = cache.load(d, SOURCES)
+    assert back is not None
+    assert_same_columns(back.steps, read.steps)
+    assert_same_columns(back.phases, read.phases)
+    assert_same_columns(back.events, read.events)
+    assert (back.sources, back.kinds, back.problems, back.rank_sources, back.samples_from,
+            back.src_categories) == (read.sources, read.kinds, read.problems,
+                                     read.rank_sources, read.samples_from, list(SOURCES))
+    return back
+
+
+def test_every_column_type_and_odd_phase_names_round_trip(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    back = assert_round_trip(d, a_read(d))
+    assert back.steps.columns == list(cache.STEP_COLUMNS)
+    assert [str(back.steps[n].dtype) for n in back.steps.columns] == [
+        "float64", "int64", "int64", "float64", "float64", "float64", "int8", "int64"]
+    assert back.phases.columns == ["t", "rank", *ODD_PHASES]
+    assert [str(back.events[n].dtype) for n in back.events.columns] == [
+        "int16", "int64", "int32", "int8"]
+    # Read whole: a memory map would pin files a later save deletes.
+    assert not any(isinstance(v, np.memmap) for _, v in back.steps.items())
+    # No file is named after a column: only the token, the table and a number.
+    token = json.loads((d / ".cache" / "stamp.json").read_text())["token"]
+    for path in (d / ".cache").iterdir():
+        assert path.name == "stamp.json" or re.fullmatch(
+            rf"{token}\.(steps|phases|events)\.\d+\.npy", path.name), path.name
+
+
+def test_phase_columns_keep_their_order_with_t_and_rank_first(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d, phases=["zeta", "alpha"])
+    shuffled = Columns({name: read.phases[name] for name in ["zeta", "rank", "alpha", "t"]})
+    assert cache.save(d, cache.CachedRead(**{**read.__dict__, "phases": shuffled}))
+    back = cache.load(d, SOURCES)
+    assert back is not None and back.phases.columns == ["t", "rank", "zeta", "alpha"]
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5])
+def test_empty_tables_round_trip(tmp_path: Path, rows: int) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d, rows=rows, phases=[])  # no step reported phases: a table of no column
+    read.events = read.events.rows(slice(0, 0))
+    back = assert_round_trip(d, read)
+    assert back.phases.columns == [] and len(back.phases) == 0
+    assert_round_trip(d, a_read(d, rows=0))  # phase columns, no rows
+
+
+@pytest.mark.parametrize("damage", ["truncated", "wrong_dtype", "other_length", "2-d",
+                                    "missing", "pickled", "not_npy", "src_code", "stream",
+                                    "kind", "columns"])
+def test_a_damaged_column_file_reads_as_none(tmp_path: Path, damage: str) -> None:
+    d = a_session(tmp_path)
+    assert cache.save(d, a_read(d))
+    folder = d / ".cache"
+    stamp = json.loads((folder / "stamp.json").read_text())
+    token = stamp["token"]
+    loss, src = folder / f"{token}.steps.4.npy", folder / f"{token}.steps.6.npy"
+    if damage == "truncated":  # e.g. a full disk, or a copy cut short
+        loss.write_bytes(loss.read_bytes()[:-3])
+    elif damage == "wrong_dtype":
+        np.save(loss, np.load(loss).astype(np.float32))
+    elif damage == "other_length":
+        np.save(loss, np.load(loss)[:-1])
+    elif damage == "2-d":
+        np.save(loss, np.load(loss).reshape(1, -1))
+    elif damage == "missing":
+        loss.unlink()
+    elif damage == "pickled":
+        np.save(loss, np.array([{"x": 1}] * 5, dtype=object), allow_pickle=True)
+    elif damage == "not_npy":
+        loss.write_bytes(b"PAR1 a Parquet file")
+    elif damage == "src_code":  # a code no source stands for
+        np.save(src, np.array([0, 1, 2, 3, 0], dtype=np.int8))
+    elif damage in ("stream", "kind"):  # an event of no source / no kind
+        column = folder / f"{token}.events.{0 if damage == 'stream' else 3}.npy"
+        values = np.load(column)
+        values[1] = 9
+        np.save(column, values)
+    else:  # a stamp that lists the steps' columns in another order
+        stamp["columns"]["steps"] = stamp["columns"]["steps"][::-1]
+        (folder / "stamp.json").write_text(json.dumps(stamp))
+    assert cache.load(d, SOURCES) is None
+
+
+def test_a_cache_of_other_step_sources_reads_as_none(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    assert cache.save(d, a_read(d))
+    assert cache.load(d, SOURCES) is not None
+    assert cache.load(d, ("probe", "log")) is None
+    assert cache.load(d, ("probe", "log", "auto", "new")) is None
+
+
+def test_a_parquet_cache_of_version_2_is_ignored_and_replaced(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    folder = d / ".cache"
+    folder.mkdir()
+    read = a_read(d)
+    token = "0123456789abcdef"
+    for what in ("steps", "phases", "events"):
+        (folder / f"{token}.{what}.parquet").write_bytes(b"PAR1 ... PAR1")
+    (folder / "stamp.json").write_text(json.dumps({
+        "version": 2, "token": token, "sources": [s.to_json() for s in read.sources],
+        "kinds": read.kinds, "src_categories": list(SOURCES), "problems": read.problems,
+        "rank_sources": {}, "samples_from": []}))
+    assert cache.load(d, SOURCES) is None
+    assert_round_trip(d, read)
+    assert not list(folder.glob("*.parquet"))
+
+
+def test_a_stale_source_makes_the_cache_none(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    assert cache.save(d, a_read(d))
+    with open(d / layout.EVENTS, "a") as f:  # appended: still valid (read from the offset)
+        f.write(event(103, "compile", rank=0, what="x", line="y"))
+    assert cache.load(d, SOURCES) is not None
+    (d / layout.EVENTS).write_text("rewritten\n")
+    assert cache.load(d, SOURCES) is None
+
+
+def test_tables_not_of_the_caches_columns_are_not_saved(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d)
+    steps = dict(read.steps.items())
+    bad = [
+        {"steps": Columns({k: v for k, v in steps.items() if k != "dt"})},  # a column missing
+        {"steps": Columns({**steps, "extra": steps["t"]})},
+        {"steps": Columns({**steps, "step": steps["loss"]})},  # floats in an integer column
+        {"steps": Columns({**steps, "src": np.array(["probe"] * 5, dtype=object)})},
+        {"phases": Columns({"data": steps["t"]})},  # phases without t and rank
+        {"events": Columns({"stream": [0], "offset": [0], "length": [1]})},
+    ]
+    for change in bad:
+        assert not cache.save(d, cache.CachedRead(**{**read.__dict__, **change}))
+        assert not (d / ".cache").exists() or not any((d / ".cache").iterdir())
+    # Codes as int64 (same kind) are stored as the cache's int8.
+    assert cache.save(d, cache.CachedRead(**{**read.__dict__, "steps": Columns(
+        {**steps, "src": steps["src"].astype(np.int64)})}))
+    back = cache.load(d, SOURCES)
+    assert back is not None and back.steps["src"].dtype == np.int8
+
+
+@pytest.mark.parametrize("fail_at", [0, 5, 13, "stamp", "replace"])
+def test_a_save_failing_half_way_removes_what_it_wrote(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      fail_at: int | str) -> None:
+    """A full disk at any point: the files of the failed save are gone and the cache written
+    before still loads."""
+    d = a_session(tmp_path)
+    before = a_read(d, phases=["data"])
+    assert cache.save(d, before)
+    files = sorted(p.name for p in (d / ".cache").iterdir())
+    calls = {"n": 0}
+    save, replace = np.save, os.replace
+
+    def failing_save(*args: Any, **kw: Any) -> None:
+        if calls["n"] == fail_at:
+            args[0].write(b"\x93NUMPY half")
+            raise OSError(28, "No space left on device")
+        calls["n"] += 1
+        save(*args, **kw)
+
+    def failing_replace(*args: Any, **kw: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache.np, "save", failing_save)
+    if fail_at == "stamp":
+        monkeypatch.setattr(cache.json, "dumps", lambda *a, **k: 1 / 0)
+    if fail_at == "replace":
+        monkeypatch.setattr(cache.os, "replace", failing_replace)
+    assert not cache.save(d, a_read(d))
+    monkeypatch.setattr(cache.np, "save", save)
+    monkeypatch.setattr(cache.os, "replace", replace)
+    assert sorted(p.name for p in (d / ".cache").iterdir()) == files
+    back = cache.load(d, SOURCES)
+    assert back is not None and back.phases.columns == ["t", "rank", "data"]
+
+
+def test_an_unwritable_cache_folder_saves_nothing(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    (d / ".cache").write_text("a file where the cache folder would go")
+    assert not cache.save(d, a_read(d))
+    assert cache.load(d, SOURCES) is None
+    if os.geteuid() != 0:  # root writes anywhere
+        (d / ".cache").unlink()
+        (d / ".cache").mkdir(mode=0o500)
+        try:
+            assert not cache.save(d, a_read(d))
+        finally:
+            (d / ".cache").chmod(0o700)
+
+
+def test_concurrent_saves_never_give_a_mix(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another save completes while this one is between its column files and its stamp: a
+    load then gives one whole cache or none (the next reader rebuilds), never a mix."""
+    d = a_session(tmp_path)
+    mine, theirs = a_read(d, phases=["mine"]), a_read(d, phases=["theirs"])
+    replace = os.replace
+    order = []
+
+    def replace_after_theirs(src: Any, dst: Any) -> None:
+        monkeypatch.setattr(cache.os, "replace", replace)
+        order.append("theirs")
+        assert cache.save(d, theirs)
+        order.append("mine")
+        replace(src, dst)
+
+    monkeypatch.setattr(cache.os, "replace", replace_after_theirs)
+    assert cache.save(d, mine)
+    assert order == ["theirs", "mine"]
+    back = cache.load(d, SOURCES)
+    assert back is None or back.phases.columns == ["t", "rank", "mine"]
+    # And whichever won, the next save leaves one complete cache.
+    assert_round_trip(d, theirs)
+    assert len(list((d / ".cache").glob("*.npy"))) == 8 + 3 + 4
+
+
+def test_the_cache_needs_neither_pandas_nor_pyarrow(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    code = f"""
+import sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+sys.modules["pandas"] = None  # an import of either fails
+sys.modules["pyarrow"] = None
+import numpy as np
+from neurotui.session import cache
+from neurotui.session.columns import Columns
+d = Path({str(d)!r})
+steps = Columns({{name: np.zeros(3, dtype=dtype) for name, dtype in cache.STEP_COLUMNS.items()}})
+events = Columns({{name: np.zeros(0, dtype=dtype) for name, dtype in cache.EVENT_COLUMNS.items()}})
+phases = Columns({{"t": np.zeros(3), "rank": np.zeros(3, dtype=np.int64), "data": np.ones(3)}})
+read = cache.CachedRead(sources=[cache.stamp_source(d, "events.jsonl", 0, 0)], steps=steps,
+                        phases=phases, events=events, kinds=[], problems={{}},
+                        src_categories=["probe", "log", "auto"])
+assert cache.save(d, read)
+back = cache.load(d, ["probe", "log", "auto"])
+assert back is not None and len(back.steps) == 3 and back.phases.columns == ["t", "rank", "data"]
+assert sys.modules["pandas"] is None and sys.modules["pyarrow"] is None
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -12,7 +12,7 @@ import pytest
 
 from neurotui.session import layout
 from neurotui.session import reader as reader_module
-from neurotui.session.reader import SessionFormatError, SessionReader
+from neurotui.session.reader import STEP_SOURCES, SessionFormatError, SessionReader
 from neurotui.session.tailing import read_new_lines
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 
@@ -221,7 +221,7 @@ def test_take_steps_says_start_over_when_handed_log_rows_are_dropped(tmp_path: P
     _write(layout.probe_path(d, 2), [step(102.5, 2, 2)])  # rank 2's log row not handed yet
     r.poll()
     taken = r.take_steps()
-    assert taken is not None and list(taken.steps["src"]) == ["probe"]
+    assert taken is not None and [STEP_SOURCES[c] for c in taken.steps["src"]] == ["probe"]
     _write(layout.probe_path(d, 0), [step(103, 0, 3)])  # rank 0's log row was handed out
     r.poll()
     assert r.take_steps() is None

@@ -11,7 +11,7 @@ import pandas as pd
 
 from neurotui import metrics
 from neurotui.session import layout
-from neurotui.session.reader import SessionReader
+from neurotui.session.reader import STEP_SOURCES, SessionReader
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 
 
@@ -61,7 +61,7 @@ def test_probe_rows_win_over_auto_rows_even_when_they_come_later(tmp_path: Path)
     reader = SessionReader(d)
     reader.poll()
     taken = reader.take_steps()
-    assert taken is not None and list(taken.steps["src"].astype(str)) == ["auto", "auto"]
+    assert taken is not None and [STEP_SOURCES[c] for c in taken.steps["src"]] == ["auto", "auto"]
     # The script's own probe.step() reports from step 1 on (its first call comes after the
     # automatic probe's record of the same step).
     append(layout.probe_path(d, 0), step(101.001, 0, 1, "probe"), step(102.001, 0, 2, "probe"))
