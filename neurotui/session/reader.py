@@ -20,6 +20,7 @@ holding none: a long run's step table would otherwise be most of a follower's me
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 from array import array
@@ -31,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from neurotui.session import cache, layout
+from neurotui.session import bulk, cache, layout
+from neurotui.session.bulk import MAX_RANK, MAX_SAMPLES, MAX_STEP, MAX_TIME
 from neurotui.session.columns import Columns
 from neurotui.session.meta import SessionFormatError, load_meta
-from neurotui.session.tailing import read_new_lines
+from neurotui.session.tailing import read_new_block
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,7 +71,8 @@ the whole file twice (bytes and lines), hundreds of MB, at its peak."""
 
 @dataclass
 class _Tail:
-    """Read position in one append-only file; a partial last line waits for its newline."""
+    """Read position in one append-only file: `offset` is just after the last complete line
+    taken; a partial last line (`pending`) is read again until its newline comes."""
 
     path: Path
     name: str
@@ -83,7 +86,7 @@ class _Tail:
     @property
     def taken(self) -> int:
         """Bytes of complete lines taken: where a re-read would resume."""
-        return self.offset - len(self.pending)
+        return self.offset
 
 
 @dataclass
@@ -168,6 +171,23 @@ class _PhaseColumns:
         for column in self.values.values():
             if len(column) == n:
                 column.append(math.nan)
+
+    def extend(self, t: np.ndarray, rank: np.ndarray, phases: list[dict[str, float]]) -> None:
+        """`append` for many steps at once whose phase timings are all floats (bulk)."""
+        n_before, n = len(self.t), len(phases)
+        for name in dict.fromkeys(name for p in phases for name in p):
+            if name in ("t", "rank"):
+                continue
+            values = np.fromiter((p.get(name, math.nan) for p in phases), float, n)
+            column = self.values.get(name)
+            if column is None:
+                column = self.values[name] = array("d", [math.nan]) * n_before
+            column.frombytes(values.tobytes())
+        self.t.frombytes(np.asarray(t, dtype="float64").tobytes())
+        self.rank.frombytes(np.asarray(rank, dtype="int64").tobytes())
+        for column in self.values.values():
+            if len(column) < len(self.t):  # a phase none of these steps reported
+                column.extend(array("d", [math.nan]) * (len(self.t) - len(column)))
 
     def columns(self) -> Columns:
         """Columns t, rank and the phases in the order first seen; leaves this empty."""
@@ -264,6 +284,7 @@ class SessionReader:
         """Rows already handed out were dropped since: take_steps() says start over."""
         self._index = _EventIndex()
         self.events: dict[str, list[dict[str, Any]] | deque[dict[str, Any]]] = {}
+        self._pending: dict[str, deque[dict[str, Any] | bytes]] = {}
 
     # -- reading -------------------------------------------------------------------------
     def poll(self, *, final: bool = False) -> int:
@@ -291,6 +312,7 @@ class SessionReader:
                 added += self._read_tail(tail)
         finally:
             self.first_read = None
+        self._keep_pending()
         # On failure keep the last good meta: it is rewritten atomically, so this is transient.
         with contextlib.suppress(SessionFormatError):
             self.meta = load_meta(self.dir)
@@ -300,6 +322,7 @@ class SessionReader:
             for tail in self._tails.values():
                 if tail.pending.strip():
                     self.problems.truncated_lines += 1
+                    tail.offset += len(tail.pending)  # not to be read again
                     tail.pending = b""
         return added
 
@@ -321,25 +344,22 @@ class SessionReader:
         """Take the complete lines appended to one stream; a partial last line waits."""
         added = 0
         while True:  # in pieces of READ_CHUNK_BYTES: see there
-            start, before = tail.taken, tail.offset
+            start = tail.offset
             try:
-                lines, tail.offset, tail.pending = read_new_lines(
-                    tail.path, tail.offset, tail.pending, READ_CHUNK_BYTES)
+                chunk, complete = read_new_block(tail.path, start, READ_CHUNK_BYTES)
             except FileNotFoundError:
                 return added
             except OSError as exc:
                 self._bad(tail, f"{exc}")
                 return added
-            for raw in lines:
-                tail.line_no += 1
-                if raw.strip():
-                    added += self._take(raw, tail, start)
-                start += len(raw) + 1
-            del lines  # free this piece before reading the next
+            tail.offset, tail.pending = start + complete, chunk[complete:]
+            added += self._take_block(chunk, complete, tail, start)
+            read = len(chunk)
+            del chunk  # free this piece before reading the next
             if self.first_read is not None:
                 done, total = self.first_read
-                self.first_read = (done + tail.offset - before, total)
-            if tail.offset - before < READ_CHUNK_BYTES:
+                self.first_read = (done + complete, total)
+            if read < READ_CHUNK_BYTES or not complete:
                 return added
 
     def _bytes_taken(self) -> int:
@@ -451,6 +471,125 @@ class SessionReader:
             # Relative to the session folder: probe/rank-3.jsonl:12 says which rank's file.
             self.problems.locations.append(f"{tail.name}:{tail.line_no} ({why})")
 
+    def _take_block(self, chunk: bytes, complete: int, tail: _Tail, start: int) -> int:
+        """Take the first `complete` bytes of `chunk` (complete lines) read from byte `start`.
+        A probe file's piece is step lines only: decoded whole, it needs no bytes object per
+        line (a piece that does not start with a step line is not tried whole)."""
+        if self._samples_per_step is None and bulk.starts_with_a_step(chunk):
+            count = chunk.count(b"\n", 0, complete)
+            whole = bulk.decode_block(memoryview(chunk)[:complete], count) \
+                if count >= bulk.MIN_BATCH else None
+            if whole is not None:
+                tail.line_no += count
+                return self._take_decoded(whole)
+        lines = chunk.split(b"\n")
+        lines.pop()  # after the last newline: a partial line, or nothing
+        return self._take_lines(lines, tail, start)
+
+    def _take_lines(self, lines: list[bytes], tail: _Tail, start: int) -> int:
+        """Take a piece of lines starting at byte `start`: its step lines decoded in bulk
+        (bulk.py), the rest, and any step line the bulk decode would not take, one by
+        one. A run's --samples-per-step shares the batch among the ranks seen so far, line
+        by line: such sessions take the per-line path."""
+        if len(lines) < bulk.MIN_BATCH or self._samples_per_step is not None:
+            return self._take_each(lines, range(len(lines)), tail, _offsets(lines, start))
+        decoded, rejected, others = bulk.decode(lines)
+        first_line, added = tail.line_no, 0
+        one_by_one = sorted(rejected + others)
+        offsets = _offsets(lines, start) if one_by_one else []
+        sent_back = set(rejected)
+        kept_later = self._telemetry_heads(lines, others)
+        # In file order, as line by line: problems are reported in it, and a step line the
+        # bulk decode sent back (a rank of `true`, a step of "3") comes between the rows
+        # around it.
+        for i in one_by_one:
+            kind = kept_later.get(i)
+            if kind is not None:  # telemetry: its line is parsed if it is among the last
+                self._pending_of(kind).append(lines[i])
+                self._index_event(kind, tail, offsets[i], len(lines[i]))
+                added += 1
+                continue
+            if i in sent_back:
+                earlier, decoded = decoded.before(i)
+                added += self._take_decoded(earlier)
+            raw = lines[i]
+            tail.line_no = first_line + i + 1
+            if raw.strip():
+                added += self._take(raw, tail, offsets[i])
+        added += self._take_decoded(decoded)
+        tail.line_no = first_line + len(lines)
+        return added
+
+    @staticmethod
+    def _telemetry_heads(lines: list[bytes], which: list[int]) -> dict[int, str]:
+        """Of the lines `which`, those that are well-formed records of a bounded kind with a
+        time in range, and their kind: they need not be parsed whole now."""
+        if len(which) < bulk.MIN_BATCH // 4:
+            return {}
+        heads, taken, _ = bulk.decode_heads(lines, which)
+        return {i: h.kind for i, h in zip(taken, heads, strict=True)
+                if h.kind in BOUNDED_KINDS and 0.0 <= h.t < MAX_TIME}
+
+    def _take_each(self, lines: list[bytes], which: Iterable[int], tail: _Tail,
+                   offsets: list[int]) -> int:
+        """The lines `which` (indexes) of a piece, one by one; `offsets`: where each begins."""
+        added = 0
+        first_line = tail.line_no
+        for i in which:
+            raw = lines[i]
+            tail.line_no = first_line + i + 1
+            if raw.strip():
+                added += self._take(raw, tail, offsets[i])
+        tail.line_no = first_line + len(lines)
+        return added
+
+    def _take_decoded(self, steps: bulk.DecodedSteps) -> int:
+        """_take_step for a bulk of decoded step lines, column by column."""
+        if not len(steps.t):
+            return 0
+        if steps.src.count(steps.src[0]) == len(steps.src):  # a probe file's: one source
+            src = np.full(len(steps.src), _SOURCE_CODE[steps.src[0]], dtype=np.int8)
+        else:
+            src = np.array(list(map(_SOURCE_CODE.__getitem__, steps.src)), dtype=np.int8)
+        rank = steps.rank
+        # Which (rank, source) pairs are kept, asked once per pair in the order first met:
+        # the rows of a worse source met first go at the next flush (as line by line).
+        keep = np.ones(len(rank), dtype=bool)
+        pair = rank * len(STEP_SOURCES) + src
+        pairs, first = np.unique(pair, return_index=True)
+        for p in pairs[np.argsort(first)].tolist():
+            r, s = divmod(p, len(STEP_SOURCES))
+            if not self._keep_source(r, s):
+                keep &= pair != p
+        if not keep.all():
+            dropped = ~keep & (src == _LOG) & np.isfinite(steps.loss)
+            for i in np.flatnonzero(dropped):
+                if self._best_source(int(rank[i])) == _AUTO:
+                    self._log_losses.append((float(steps.t[i]), int(rank[i]),
+                                             float(steps.loss[i])))
+        every = bool(keep.all())
+        kept = np.flatnonzero(keep)
+        new = self._new
+        for name, values, dtype in (("t", steps.t, "float64"), ("rank", rank, "int64"),
+                                    ("step", steps.step, "int64"),
+                                    ("samples", steps.samples, "float64"),
+                                    ("loss", steps.loss, "float64"),
+                                    ("dt", steps.dt, "float64"), ("src", src, "int8"),
+                                    ("attempt", steps.attempt, "int64")):
+            column = values if every else values[kept]
+            getattr(new, name).frombytes(
+                memoryview(np.ascontiguousarray(column, dtype=dtype)).cast("B"))
+        known = keep & ~np.isnan(steps.samples)
+        told = steps.samples_from if known.all() else itertools.compress(steps.samples_from,
+                                                                        known)
+        self.samples_from.update(str(x or "batch") for x in set(told))
+        with_phases = [i for i in kept.tolist() if steps.phases[i]] if any(steps.phases) \
+            else []
+        if with_phases:
+            self._new_phases.extend(steps.t[with_phases], rank[with_phases],
+                                    [steps.phases[i] for i in with_phases])
+        return len(kept)
+
     def _take(self, raw: bytes, tail: _Tail, start: int) -> int:
         try:
             record = json.loads(raw)
@@ -472,18 +611,39 @@ class SessionReader:
             return 0
         if kind == "step":
             return self._take_step(record, tail)
-        bucket = self.events.get(kind)
-        if bucket is None:
-            limited = kind in BOUNDED_KINDS and self.telemetry_history is not None
-            bucket = self.events[kind] = deque(maxlen=self.telemetry_history) if limited else []
-        bucket.append(record)
+        if kind in BOUNDED_KINDS:
+            self._pending_of(kind).append(record)
+        else:
+            self.events.setdefault(kind, []).append(record)
+        self._index_event(kind, tail, start, len(raw))
+        return 1
+
+    def _pending_of(self, kind: str) -> deque[dict[str, Any] | bytes]:
+        """The bounded kind's records (or lines, parsed when the poll ends) read this poll:
+        no more than the reader keeps, so a first read of a long run parses only those."""
+        pending = self._pending.get(kind)
+        if pending is None:
+            pending = self._pending[kind] = deque(maxlen=self.telemetry_history)
+        return pending
+
+    def _index_event(self, kind: str, tail: _Tail, start: int, length: int) -> None:
         if self.use_cache:
             index = self._index
             index.stream.append(tail.sid)
             index.offset.append(start)
-            index.length.append(len(raw))
+            index.length.append(length)
             index.kind.append(_KIND_CODE[kind])
-        return 1
+
+    def _keep_pending(self) -> None:
+        """The bounded kinds' records of this poll into `events` (their lines parsed now)."""
+        for kind, pending in self._pending.items():
+            if not pending:
+                continue
+            bucket = self.events.get(kind)
+            if bucket is None:
+                bucket = self.events[kind] = deque(maxlen=self.telemetry_history)
+            bucket.extend(json.loads(x) if isinstance(x, bytes) else x for x in pending)
+            pending.clear()
 
     def _take_step(self, r: dict[str, Any], tail: _Tail) -> int:
         try:
@@ -503,7 +663,8 @@ class SessionReader:
                     not _in_range(value, low, high):
                 self._bad(tail, f"{name} {_short(value)} out of range")
                 return 0
-        src = _SOURCE_CODES.get(r.get("src"), _LOG)
+        src = r.get("src")
+        src = _SOURCE_CODES.get(src, _LOG) if isinstance(src, str) else _LOG  # {} is no key
         if not self._keep_source(rank, src):
             if src == _LOG and math.isfinite(values[1]) and self._best_source(rank) == _AUTO:
                 self._log_losses.append((t, rank, values[1]))
@@ -673,6 +834,16 @@ class SessionReader:
 
 
 _SOURCE_CODES = {name: code for code, name in enumerate(STEP_SOURCES)}
+
+
+class _SourceCode(dict[Any, int]):
+    """`src` -> its code; anything else (None, a source of a newer version) is a log's."""
+
+    def __missing__(self, key: Any) -> int:
+        return _LOG
+
+
+_SOURCE_CODE = _SourceCode(_SOURCE_CODES)
 _PRECEDENCE_OF_CODE = np.array([_PRECEDENCE[code] for code in range(len(STEP_SOURCES))])
 SAMPLES_PER_STEP = "samples_per_step"
 
@@ -702,6 +873,11 @@ def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]) -> C
         if at >= 0 and math.isnan(loss[rows[at]]):
             loss[rows[at]] = value
     return chunk.with_column("loss", loss)
+
+
+def _offsets(lines: list[bytes], start: int) -> list[int]:
+    """Where each line of a piece beginning at byte `start` begins."""
+    return list(itertools.accumulate((len(raw) + 1 for raw in lines), initial=start))
 
 
 def _size(path: Path) -> int:
@@ -739,13 +915,6 @@ def _num(value: Any) -> float:
         return math.nan
     return float(value)
 
-
-MAX_TIME = 1e11
-"""Seconds (unix times and durations): about the year 5138."""
-MAX_STEP = 2**53
-"""Steps, exact in a float64 (figures are computed in floats)."""
-MAX_RANK = 2**31 - 1
-MAX_SAMPLES = 1e15
 
 
 def _in_range(value: float, low: float, high: float) -> bool:

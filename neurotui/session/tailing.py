@@ -22,6 +22,27 @@ def read_new_lines(path: Path, offset: int, pending: bytes,
     return lines, offset + len(chunk), pending
 
 
+def read_new_block(path: Path, offset: int, max_bytes: int = -1) -> tuple[bytes, int]:
+    """The bytes appended to `path` from `offset` (the start of a line) on, and how many of
+    them are complete lines (up to and with the last newline).
+
+    Unlike read_new_lines, nothing is carried over: a last line still being written is read
+    again next time, from `offset + complete`. No piece is copied to join it to the carried
+    part (a long session's first read moves a gigabyte), and a bulk decoder takes the
+    complete lines as they lie. `max_bytes` bounds one read (-1: to the end), unless a single
+    line is longer: that one is read whole.
+    Raises OSError (FileNotFoundError when the file is not there yet).
+    """
+    with open(path, "rb") as f:
+        f.seek(offset)
+        chunk = f.read(max_bytes)
+        complete = chunk.rfind(b"\n") + 1
+        if not complete and len(chunk) == max_bytes > 0:
+            chunk += f.readline()  # a line longer than a piece: to its end
+            complete = chunk.rfind(b"\n") + 1
+    return chunk, complete
+
+
 def split_lines(pending: bytes, chunk: bytes) -> tuple[list[bytes], bytes]:
     """The complete lines of `pending + chunk` (without newlines), and what is left after the
     last newline: a line still being written."""

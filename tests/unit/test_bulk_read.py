@@ -1,0 +1,156 @@
+"""Lines decoded in bulk read exactly as the per-line path reads them, odd lines too."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neurotui.session import bulk, layout
+from neurotui.session.reader import SessionReader
+from tests.unit.test_session_reader import make_session
+
+ODD_VALUES = [None, True, "3", 1.5, -1, 2**64, 10**400, float("nan"), [], {}, "probe", 0]
+
+
+def _read(session: Path, in_bulk: bool, monkeypatch: pytest.MonkeyPatch,
+          history: int | None) -> SessionReader:
+    with monkeypatch.context() as m:
+        if not in_bulk:
+            m.setattr(bulk, "MIN_BATCH", 10**9)
+        reader = SessionReader(session, telemetry_history=history, use_cache=False)
+        reader.load()
+        return reader
+
+
+def assert_same_reads(session: Path, monkeypatch: pytest.MonkeyPatch,
+                      history: int | None = 5) -> SessionReader:
+    """Steps, phases, problems (in order), the events kept (the last `history` telemetry
+    samples) and the event index: the same in bulk as line by line."""
+    in_bulk = _read(session, True, monkeypatch, history)
+    each = _read(session, False, monkeypatch, history)
+    a, b = in_bulk.step_columns(), each.step_columns()
+    assert a.columns == b.columns and len(a) == len(b)
+    for name in a.columns:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    pa, pb = in_bulk.phase_columns(), each.phase_columns()
+    assert pa.columns == pb.columns
+    for name in pa.columns:
+        np.testing.assert_array_equal(pa[name], pb[name], err_msg=name)
+    assert in_bulk.problems.summary() == each.problems.summary()
+    assert in_bulk.problems.locations == each.problems.locations
+    assert in_bulk.samples_from == each.samples_from
+    assert {k: list(v) for k, v in in_bulk.events.items()} == \
+        {k: list(v) for k, v in each.events.items()}
+    ia, ib = in_bulk._index.columns(), each._index.columns()
+    for name in ia.columns:
+        np.testing.assert_array_equal(ia[name], ib[name], err_msg=name)
+    return in_bulk
+
+
+def _line(record: dict[str, Any], spaced: bool) -> str:
+    return json.dumps(record, separators=(", ", ": ") if spaced else (",", ":"))
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def test_a_probe_file_with_odd_lines_reads_the_same_in_bulk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = make_session(tmp_path)
+    lines = []
+    for i in range(400):
+        record: dict[str, Any] = {
+            "t": 1_700_000_000.0 + i * 0.1, "kind": "step", "rank": 1, "step": i + 1,
+            "samples": 16, "loss": 2.0 - i / 1000, "dt": 0.1, "src": "probe", "attempt": 0,
+            "phases": {"data": 0.01, "forward": 0.03, f"extra{i % 3}": 0.001}}
+        field = ("t", "step", "rank", "samples", "loss", "dt", "src", "attempt",
+                 "phases")[i % 9]
+        if i % 7 == 3:  # an odd value in some field
+            record[field] = ODD_VALUES[i % len(ODD_VALUES)]
+        lines.append(_line(record, spaced=i % 2 == 0))
+        if i % 50 == 10:
+            lines += ["garbage", '{"kind":"step","t":', "", '{"kind": "host", "t": '
+                      f'{1_700_000_000.0 + i * 0.1}, "cpu": [1, 2]}}']
+        if i % 3 == 0:  # telemetry between the steps, some of it odd
+            kind = ("host", "procs", "neuron", "gpu", "log_offsets", "compile", "nope")[i % 7]
+            t: Any = 1_700_000_000.0 + i * 0.1 if i % 11 else ("x", True, 1e12, -1)[i % 4]
+            lines.append(_line({"kind": kind, "t": t, "cpu": [i, 2], "n": i}, i % 2 == 0))
+    _write(layout.probe_path(session, 1), lines)
+    for history in (0, 5, None):
+        assert_same_reads(session, monkeypatch, history)
+    reader = assert_same_reads(session, monkeypatch)
+    assert len(reader.step_columns()) > 300  # most lines are fine steps
+    assert reader.problems.bad_lines > 0  # and the odd ones were seen
+
+
+def test_sources_of_one_rank_meeting_in_one_piece_read_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log rows first, then the automatic probe's (whose rows win, keeping the logs' losses),
+    then the explicit probe's: the order in which the pairs meet decides what is kept."""
+    session = make_session(tmp_path)
+    lines = []
+    for i in range(300):
+        src = "log" if i < 100 else ("auto" if i < 200 else ("log" if i % 2 else "probe"))
+        lines.append(_line({"t": 1_700_000_000.0 + i * 0.1, "kind": "step", "rank": i % 2,
+                            "step": i // 2, "loss": 1.0 + i if src == "log" else None,
+                            "src": src, "samples": 8}, spaced=src == "auto"))
+    _write(session / layout.EVENTS, lines)
+    assert_same_reads(session, monkeypatch)
+
+
+step_records = st.fixed_dictionaries(
+    {"t": st.one_of(st.floats(1e9, 2e9), st.sampled_from(ODD_VALUES)),
+     "kind": st.just("step"),
+     "step": st.one_of(st.integers(0, 10**6), st.sampled_from(ODD_VALUES)),
+     "rank": st.one_of(st.integers(0, 3), st.sampled_from(ODD_VALUES))},
+    optional={"samples": st.one_of(st.floats(0, 100), st.sampled_from(ODD_VALUES)),
+              "loss": st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.none()),
+              "dt": st.one_of(st.floats(0, 10), st.sampled_from(ODD_VALUES)),
+              "src": st.sampled_from(["probe", "log", "auto", None, "other", 3]),
+              "attempt": st.one_of(st.integers(0, 2), st.sampled_from(ODD_VALUES)),
+              "samples_from": st.sampled_from(["batch", "line", None, 5]),
+              "phases": st.one_of(
+                  st.dictionaries(st.sampled_from(["data", "fwd", "t", "a b"]),
+                                  st.one_of(st.floats(0, 1), st.sampled_from(ODD_VALUES)),
+                                  max_size=3),
+                  st.sampled_from(ODD_VALUES))})
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(records=st.lists(step_records, min_size=bulk.MIN_BATCH, max_size=150),
+       spaced=st.booleans())
+def test_any_step_lines_read_the_same_in_bulk(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        records: list[dict[str, Any]], spaced: bool) -> None:
+    session = make_session(tmp_path_factory.mktemp("s"))
+    lines = []
+    for r in records:
+        try:
+            lines.append(_line(r, spaced))
+        except ValueError:  # 10**400 and the like do not encode as JSON numbers
+            lines.append(_line({**r, "step": 1}, spaced).replace('"step": 1', '"step": '
+                         + str(10**400)).replace('"step":1', '"step":' + str(10**400)))
+    _write(layout.probe_path(session, 0), lines)
+    assert_same_reads(session, monkeypatch)
+
+
+def test_bulk_decode_sends_back_what_it_does_not_take() -> None:
+    good = b'{"t":1700000000.5,"kind":"step","step":3,"rank":2,"phases":{"data":0.5}}'
+    lines = [good, b'{"t":1,"kind":"step","step":"3"}', b'{"kind":"step"', good,
+             b'{"t":1e12,"kind":"step","step":3}', b'{"t":1,"kind":"step","step":3,"rank":-1}',
+             b'{"t": 1, "kind": "host"}', b'{"t":1,"kind":"step","step":3,"rank":null}']
+    decoded, rejected, others = bulk.decode(lines)
+    assert decoded.line.tolist() == [0, 3] and rejected == [1, 2, 4, 5, 7] and others == [6]
+    assert decoded.rank.tolist() == [2, 2] and decoded.step.dtype == np.int64
+    assert decoded.phases[0] == {"data": 0.5} and math.isnan(decoded.samples[0])
