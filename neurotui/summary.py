@@ -1,20 +1,30 @@
 """One run in figures: the row of a comparison, and meta.json's `summary` at the end of a run.
 
 Pure over recorded data (meta, steps, compile events), so the supervisor, `compare` and the
-dashboard agree. A figure that cannot be known is None, never 0.
+dashboard agree. A figure that cannot be known is None, never 0. The tables are DataFrames
+(compare) or the reader's numpy Columns (the supervisor's summary at a run's end: pandas
+would be most of its time).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
 
 from neurotui import metrics
+from neurotui.metrics.common import floats
+from neurotui.session.reader import STEP_SOURCES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from neurotui.session.columns import Columns
 
 
-def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
-              now: float | None = None, phases: pd.DataFrame | None = None,
+def summarize(meta: dict[str, Any], steps: pd.DataFrame | Columns,
+              compiles: pd.DataFrame | Columns, now: float | None = None,
+              phases: pd.DataFrame | Columns | None = None,
               probe_info: list[dict[str, Any]] | None = None,
               samples_from: set[str] | None = None,
               dataset_size: float | None = None) -> dict[str, Any]:
@@ -29,13 +39,14 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
     steady = metrics.steady_state(timed, compiles=compiles, timed=True)
     samples = metrics.total_samples(timed, timed=True) if len(steps) else None
     cost = metrics.cost_so_far(price, started, end, ended)
-    first_step = float(steps["t"].min()) - float(started) if len(steps) and started else None
+    first_step = float(np.nanmin(floats(steps["t"]))) - float(started) \
+        if len(steps) and started else None
     rate = steady.samples_per_s if steady else None
     size = metrics.finite_or_none(dataset_size if dataset_size is not None else
                                   (meta.get("config") or {}).get("dataset_size"))
     epoch = metrics.per_epoch(size, rate, price)
     return {
-        "ranks": int(steps["rank"].nunique()) if len(steps) else 0,
+        "ranks": _distinct(floats(steps["rank"])),
         "steps": metrics.latest_step(steps) if len(steps) else None,
         "total_samples": samples,
         "time_to_first_step_s": first_step,
@@ -46,7 +57,7 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
         "step_time_without_data_s": metrics.steady_step_time_without_data(
             timed, phases, compiles=compiles, timed=True),
         "step_source": metrics.step_sources(
-            metrics.steps_sources(steps), probe_info, samples_from),
+            metrics.steps_sources(steps, STEP_SOURCES), probe_info, samples_from),
         "usd_per_hour": price,
         "cost_usd": cost,
         "samples_per_dollar_steady": metrics.samples_per_dollar(rate, price),
@@ -56,3 +67,8 @@ def summarize(meta: dict[str, Any], steps: pd.DataFrame, compiles: pd.DataFrame,
         "epoch_s": epoch.remaining_s if epoch else None,
         "usd_per_epoch": epoch.remaining_usd if epoch else None,
     }
+
+
+def _distinct(values: np.ndarray) -> int:
+    """How many different known values (as pandas' nunique)."""
+    return len(np.unique(values[~np.isnan(values)]))

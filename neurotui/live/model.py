@@ -326,9 +326,7 @@ class DashboardModel:
         takes them."""
         events = self.reader.events.get("compile", ())
         if len(events) != self._compiles_n:
-            self._compiles = Columns({
-                "t": np.array([_float(e.get("t")) for e in events], dtype=float),
-                "rank": np.array([_float(e.get("rank")) for e in events], dtype=float)})
+            self._compiles = Columns.of_records(events, ("t", "rank"))
             self._compiles_n = len(events)
         return self._compiles
 
@@ -530,11 +528,6 @@ def _warnings(events: list[Mapping[str, Any]]) -> rules.Alert | None:
         return None
     shown = tuple(f"{e.get('source')}: {e.get('message')}" for e in events[-3:])
     return rules.Alert("warnings", "info", f"{len(events)} recorded warning(s)", shown)
-
-
-def _float(value: Any) -> float:
-    number = _num(value)
-    return math.nan if number is None else number
 
 
 def _int(value: Any) -> int | None:

@@ -1,6 +1,10 @@
 """What every figure needs: missing values kept missing, and fast column arithmetic over the
 (attempt, rank)-sorted step table.
 
+A table is a pandas DataFrame (compare, export) or the reader's numpy Columns (the live model,
+the end-of-run summary: no pandas import); `rows`, `with_columns` and `like` do the little
+that differs between the two.
+
 The step-table helpers work on numpy arrays: groupby-diff/transform/cummax and per-rank .loc
 assignment took seconds on a 24-hour, 32-rank run (issue #6: compare under 3 s), where
 adjacent-row arithmetic takes milliseconds.
@@ -41,11 +45,44 @@ def has_rows(df: Any, *columns: str) -> bool:
     return df is not None and len(df) > 0 and all(c in df.columns for c in columns)
 
 
+def is_frame(df: Any) -> bool:
+    return hasattr(df, "iloc")
+
+
+def rows(df: Any, which: np.ndarray) -> Any:
+    """The rows a boolean mask or an index array selects, of a DataFrame or Columns."""
+    if is_frame(df):
+        return df[which] if which.dtype == bool else df.take(which)
+    return df.rows(which)
+
+
+def with_columns(df: Any, columns: dict[str, np.ndarray]) -> Any:
+    """`df` with these columns added (a DataFrame in place, without the copy of
+    `df[name] = ndarray`; Columns, being immutable, as a new one)."""
+    if is_frame(df):
+        for name, values in columns.items():
+            df[name] = column(values, df.index)
+        return df
+    for name, values in columns.items():
+        df = df.with_column(name, values)
+    return df
+
+
+def like(df: Any, values: np.ndarray) -> Any:
+    """Per-row values as `df`'s kind has them: a Series on its index, or the array."""
+    if is_frame(df):
+        import pandas as pd
+
+        return pd.Series(values, index=df.index)
+    return values
+
+
 def until(df: pd.DataFrame, now: float | None) -> pd.DataFrame:
     """Rows up to `now` (a replay position); all rows when `now` is None."""
     if now is None or not has_rows(df, "t"):
         return df
-    return df[df["t"] <= now]
+    with np.errstate(invalid="ignore"):
+        return rows(df, floats(df["t"]) <= now)
 
 
 def floats(column: pd.Series | np.ndarray) -> np.ndarray:
@@ -72,7 +109,7 @@ def numbers(column: pd.Series) -> np.ndarray:
     """A column of whole numbers (attempt, rank, step): signed integers as they are (never
     missing, and no float copy; unsigned ones would wrap in a difference), else floats."""
     if isinstance(column.dtype, np.dtype) and column.dtype.kind == "i":
-        return column.to_numpy()
+        return np.asarray(column)
     return floats(column)
 
 
@@ -93,11 +130,11 @@ def sort_steps(steps: pd.DataFrame) -> pd.DataFrame:
     keys = [steps[c] for c in SORT_KEYS]
     if not all(isinstance(k.dtype, np.dtype) and k.dtype.kind in "iuf" for k in keys):
         return steps.sort_values(SORT_KEYS, kind="stable")  # nullable or object columns
-    attempt, rank, t, step = (k.to_numpy() for k in keys)
+    attempt, rank, t, step = (np.asarray(k) for k in keys)
     order = _order_of_time_sorted(attempt, rank, t, step)
     if order is None:  # np.lexsort is stable and puts NaN last like sort_values
         order = np.lexsort((step, t, rank, attempt))
-    return steps.take(order)
+    return rows(steps, order)
 
 
 def _order_of_time_sorted(attempt: np.ndarray, rank: np.ndarray, t: np.ndarray,

@@ -3,7 +3,12 @@ lines; and how their samples were known)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from neurotui.metrics.common import is_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,6 +36,13 @@ def step_sources(sources: set[str], probe_info: list[dict[str, Any]] | None = No
     return " + ".join(names) + (f"; samples from {' and '.join(said)}" if said else "")
 
 
-def steps_sources(steps: pd.DataFrame) -> set[str]:
-    """The `src` values of a step table (probe, auto, log), for step_sources."""
-    return set(steps["src"].astype(str).unique()) if len(steps) else set()
+def steps_sources(steps: pd.DataFrame, names: Sequence[str] = ()) -> set[str]:
+    """The `src` values of a step table (probe, auto, log), for step_sources; `names`: what
+    integer codes stand for (the reader's Columns keep `src` as codes)."""
+    if not len(steps):
+        return set()
+    present = np.unique(np.asarray(steps["src"]).astype(str)) if is_frame(steps) \
+        else np.unique(steps["src"])
+    if present.dtype.kind in "iu":
+        return {str(names[code]) for code in present}
+    return {str(value) for value in present}

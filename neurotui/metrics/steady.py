@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neurotui.defaults import DEFAULT_WARMUP_STEPS
-from neurotui.metrics.common import floats, has_rows, missing, numbers, positive
+from neurotui.metrics.common import floats, has_rows, like, missing, numbers, positive, rows
 from neurotui.metrics.steptime import past_warmup, with_step_time
 
 if TYPE_CHECKING:
@@ -125,15 +125,15 @@ def steady_steps(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
     df = steps if timed else with_step_time(steps)
     if not len(df):
         return df
-    return df[_steady_mask(df, warmup_steps, compiles)]
+    return rows(df, _steady_mask(df, warmup_steps, compiles))
 
 
 def _steady_mask(df: pd.DataFrame, warmup_steps: int,
                  compiles: pd.DataFrame | None) -> np.ndarray:
     """steady_steps' rows of a with_step_time table, as a mask (no copy of the table)."""
-    keep = past_warmup(df, warmup_steps).to_numpy()
+    keep = np.asarray(past_warmup(df, warmup_steps))
     if has_rows(compiles, "t") and keep.any():
-        hit = overlaps_compile(df, compiles).to_numpy()  # type: ignore[arg-type]
+        hit = np.asarray(overlaps_compile(df, compiles))  # type: ignore[arg-type]
         if not hit[keep].all():
             keep = keep & ~hit
     return keep
@@ -144,9 +144,7 @@ def overlaps_compile(df: pd.DataFrame, compiles: pd.DataFrame) -> pd.Series:
     happen during the step?"""
     end = floats(df["t"])
     hit = compile_hits(end, end - floats(df["step_time"]), numbers(df["rank"]), compiles)
-    import pandas as pd  # the batch form: its callers hold DataFrames already
-
-    return pd.Series(hit, index=df.index)
+    return like(df, hit)
 
 
 def steady_state(steps: pd.DataFrame, warmup_steps: int = DEFAULT_WARMUP_STEPS,
@@ -217,9 +215,16 @@ def steady_step_time_without_data(steps: pd.DataFrame, phases: pd.DataFrame | No
     steady = steady_steps(steps, warmup_steps, compiles, timed=timed)
     if not len(steady):
         return None
-    waits = phases[["t", "rank", "data"]].drop_duplicates(["t", "rank"], keep="last")
-    joined = steady[["t", "rank", "step_time"]].merge(waits, on=["t", "rank"], how="inner")
-    body = (floats(joined["step_time"]) - floats(joined["data"]))
+    # Each steady step joined to its (t, rank)'s last phase row, in the steps' order (as an
+    # inner merge on t and rank after drop_duplicates(keep="last")).
+    key = floats(phases["t"]) + 1j * floats(phases["rank"])
+    last_first = key[::-1]
+    waits, at = np.unique(last_first, return_index=True)  # the first of the reversed: last
+    data = floats(phases["data"])[::-1][at]
+    wanted = floats(steady["t"]) + 1j * floats(steady["rank"])
+    found = np.minimum(np.searchsorted(waits, wanted), len(waits) - 1)
+    matched = waits[found] == wanted
+    body = floats(steady["step_time"])[matched] - data[found[matched]]
     body = body[np.isfinite(body)]
     return float(body.mean()) if len(body) else None
 

@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from neurotui.metrics.common import (
-    column,
     diff_in_groups,
     floats,
     group_starts,
     has_rows,
+    is_frame,
     keyed,
+    like,
     missing,
     numbers,
+    rows,
     sort_steps,
+    with_columns,
 )
 
 if TYPE_CHECKING:
@@ -71,22 +74,25 @@ def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
 
     Deriving this is the costly part of the figures on a long run: a caller wanting several
     of them (summary.summarize) derives it once and passes `timed=True` to the others.
+    `steps`: a DataFrame, or the reader's Columns (the result is of the same kind).
     """
-    import pandas as pd  # the batch form: its callers hold DataFrames already
-
     if not has_rows(steps, "t", "rank", "step", "attempt"):
         base = list(steps.columns) if steps is not None else []
+        if steps is not None and not is_frame(steps):  # no row: the same columns, and these
+            return with_columns(rows(steps, np.zeros(len(steps), dtype=bool)),
+                                {name: np.empty(0) for name in DERIVED})
+        import pandas as pd
+
         return pd.DataFrame(columns=[*base, *DERIVED])
-    df = sort_steps(steps)  # a new frame: adding columns leaves the caller's alone
+    df = sort_steps(steps)  # a new table: adding columns leaves the caller's alone
     starts = group_starts(df)
     elapsed = diff_in_groups(floats(df["t"]), starts)
     advanced = diff_in_groups(numbers(df["step"]), starts)
     dt = floats(df["dt"]) if "dt" in df.columns else None
     step_time, covered = _step_times(elapsed, advanced, dt)
     samples = floats(df["samples"]) if "samples" in df.columns else np.full(len(df), np.nan)
-    for name, values in zip(DERIVED, (step_time, covered, samples * covered), strict=True):
-        df[name] = column(values, df.index)
-    return df
+    return with_columns(df, dict(zip(DERIVED, (step_time, covered, samples * covered),
+                                     strict=True)))
 
 
 def past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
@@ -97,18 +103,18 @@ def past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
     rank recorded in the attempt (its first known one). Progress is a running maximum in time
     order, so a step counter that resets each epoch does not make every epoch start look like
     warm-up. `df` comes from with_step_time (time-sorted, each rank's rows of an attempt
-    together), possibly filtered.
+    together), possibly filtered. A Series for a DataFrame, an array for Columns.
     """
-    import pandas as pd  # the batch form: its callers hold DataFrames already
-
     out = np.zeros(len(df), dtype=bool)
     if len(df):
         starts = group_starts(df)
         first = np.flatnonzero(starts)
         group = np.cumsum(starts) - 1
         step = numbers(df["step"])
-        if missing(step).any():  # the first *known* step of each group
-            anchor = pd.Series(step).groupby(group).transform("first").to_numpy()
+        if missing(step).any():  # the first *known* step of each group (NaN: none known)
+            at = np.where(missing(step), len(step), np.arange(len(step)))
+            known_at = np.minimum.reduceat(at, first)
+            anchor = np.append(step, np.nan)[known_at][group]
         else:
             anchor = step[first][group]
         reached = _reached(step - anchor, warmup_steps)
@@ -116,7 +122,7 @@ def past_warmup(df: pd.DataFrame, warmup_steps: int) -> pd.Series:
         count = np.cumsum(reached)
         before = (count - reached)[first][group]
         out = (count > before) & ~missing(step - anchor) & keyed(df)
-    return pd.Series(out, index=df.index)
+    return like(df, out)
 
 
 # -- one rank's rows as they come -------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neurotui.metrics.common import finite_or_none, has_rows, positive, until
+from neurotui.metrics.common import finite_or_none, floats, has_rows, positive, until
 from neurotui.metrics.steptime import with_step_time
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def total_samples(steps: pd.DataFrame, now: float | None = None, *,
     """All samples processed so far (all ranks, all attempts; sparse records count for the
     steps they stand for). `timed`: `steps` already comes from with_step_time."""
     df = until(steps, now) if timed else with_step_time(until(steps, now))
-    return float(df["samples_covered"].fillna(0.0).sum()) if len(df) else 0.0
+    return float(np.nansum(floats(df["samples_covered"]))) if len(df) else 0.0
 
 
 def latest_step(steps: pd.DataFrame, now: float | None = None) -> int | None:
@@ -144,5 +144,14 @@ def latest_step(steps: pd.DataFrame, now: float | None = None) -> int | None:
     df = until(steps, now)
     if not has_rows(df, "t", "step", "attempt", "rank"):
         return None
-    last = df[df["attempt"] == df["attempt"].max()].sort_values(["t", "step"], kind="stable")
-    return int(last.groupby("rank")["step"].last().max())
+    attempt = floats(df["attempt"])
+    latest = np.flatnonzero(attempt == np.nanmax(attempt))
+    t, step, rank = (floats(df[name])[latest] for name in ("t", "step", "rank"))
+    order = np.lexsort((step, t))  # stable, NaN last: as sort_values(["t", "step"])
+    # Each rank's last known step in that order (groupby's `last` skips a missing one).
+    known = order[~np.isnan(step[order]) & ~np.isnan(rank[order])]
+    if not len(known):
+        return None
+    ranks_last_first = rank[known][::-1]
+    _, at = np.unique(ranks_last_first, return_index=True)
+    return int(step[known][::-1][at].max())

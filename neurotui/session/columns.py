@@ -8,6 +8,7 @@ pandas there and only there.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,14 @@ class Columns:
                 out[str(name)] = column.to_numpy()
             return cls(out, len(table))
         return cls({name: np.asarray(values) for name, values in table.items()})
+
+    @classmethod
+    def of_records(cls, records: Iterable[Mapping[str, Any]], names: Sequence[str]) -> Columns:
+        """Float columns of these fields of event records (a compile's t and rank): NaN where
+        a record has none or not a number, as pandas' to_numeric(errors="coerce")."""
+        records = list(records)
+        return cls({name: np.array([_as_float(r.get(name)) for r in records], dtype=float)
+                    for name in names}, len(records))
 
     @classmethod
     def concat(cls, parts: Sequence[Columns]) -> Columns:
@@ -121,3 +130,12 @@ class Columns:
             if name in data:
                 data[name] = pd.Categorical.from_codes(data[name], list(names))
         return pd.DataFrame(data, index=pd.RangeIndex(self._length), copy=False)
+
+
+def _as_float(value: Any) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan

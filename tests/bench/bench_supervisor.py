@@ -4,6 +4,10 @@
    telemetry at 1 Hz, log following at 2 Hz), as a share of one core.
 2. Training wall time under `neurotui run --headless` vs the same bare torchrun command, in
    alternating pairs; the median ratio is the slowdown (target: under 1%).
+3. neurotui's own fixed cost around the run (issue #12: at most 0.5 s): from the command's
+   start to the job's launch, and from the job's exit to the command's return (the exit is
+   recorded, the run's summary written to meta.json, the command told), from the
+   supervisor's proc_start and proc_exit records and the wall clock around the command.
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ def bare(steps: int) -> float:
 STARTUP_S = 3.0
 
 
-def job_seconds(session: Path) -> float:
-    """The training's own duration as the supervisor recorded it: launch to exit."""
+def job_times(session: Path) -> tuple[float, float]:
+    """When the supervisor launched the job and saw it exit (proc_start, proc_exit)."""
     start = end = None
     for line in (session / "events.jsonl").read_text().splitlines():
         event = json.loads(line)
@@ -50,12 +54,14 @@ def job_seconds(session: Path) -> float:
         elif event["kind"] == "proc_exit":
             end = event["t"]
     assert start is not None and end is not None
-    return end - start
+    return start, end
 
 
-def supervised(steps: int) -> tuple[float, float, float, float, float]:
-    """Returns (wall s, job s, supervisor CPU s in all, steady CPU s, steady seconds)."""
+def supervised(steps: int) -> tuple[float, float, float, float, float, float, float]:
+    """Returns (wall s, job s, supervisor CPU s in all, steady CPU s, steady seconds,
+    command start to job launch s, job exit to command return s)."""
     with tempfile.TemporaryDirectory() as sessions:
+        began = time.time()
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "neurotui", "--sessions-dir", sessions,
                                  "run", "--headless", "--interval", "5", "--", *train_cmd(steps)],
@@ -96,11 +102,13 @@ def supervised(steps: int) -> tuple[float, float, float, float, float]:
             time.sleep(0.2)
         proc.wait()
         wall = time.perf_counter() - start
-        job = job_seconds(meta_path.parent)
+        returned = time.time()
+        launched, exited = job_times(meta_path.parent)
+        job = exited - launched
         steady_to = steady_to or (cpu, lifetime)
         steady_cpu, steady_s = (steady_to[0] - steady_from[0], steady_to[1] - steady_from[1]) \
             if steady_from else (float("nan"), float("nan"))
-        return wall, job, cpu, steady_cpu, steady_s
+        return wall, job, cpu, steady_cpu, steady_s, launched - began, returned - exited
 
 
 def main() -> None:
@@ -109,17 +117,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400)
     args = parser.parse_args()
     bare(20)  # warm the page cache: torch imports dominate a cold first run
-    ratios, job_ratios, cpu_shares = [], [], []
+    ratios, job_ratios, cpu_shares, to_launch, to_return = [], [], [], [], []
     for i in range(args.pairs):
         b = bare(args.steps)
-        s, job, cpu, steady_cpu, steady_s = supervised(args.steps)
+        s, job, cpu, steady_cpu, steady_s, launch_s, return_s = supervised(args.steps)
+        to_launch.append(launch_s)
+        to_return.append(return_s)
         ratios.append(s / b)
         job_ratios.append(job / b)
         cpu_shares.append(steady_cpu / steady_s)
         print(f"pair {i + 1}: bare {b:6.2f} s | training under neurotui {job:6.2f} s "
               f"(ratio {job / b:.4f}) | whole command {s:6.2f} s (ratio {s / b:.4f}) | "
               f"supervisor {cpu:.2f} CPU-s in all, steady {100 * steady_cpu / steady_s:.2f}% "
-              f"of a core", flush=True)
+              f"of a core | start to launch {launch_s:.2f} s, exit to return {return_s:.2f} s",
+              flush=True)
     job_ratio, whole_ratio = statistics.median(job_ratios), statistics.median(ratios)
     print(f"median training-time ratio (under neurotui / bare): {job_ratio:.4f} "
           f"({100 * (job_ratio - 1):+.2f}%)")
@@ -127,6 +138,10 @@ def main() -> None:
           f"{whole_ratio:.4f} ({100 * (whole_ratio - 1):+.2f}%)")
     print(f"median supervisor CPU while the job runs: {100 * statistics.median(cpu_shares):.2f}% "
           "of one core")
+    print(f"neurotui's fixed cost (target at most 0.5 s each): command start to job launch "
+          f"{statistics.median(to_launch):.2f} s, job exit to command return "
+          f"{statistics.median(to_return):.2f} s (medians; range {min(to_launch):.2f}-"
+          f"{max(to_launch):.2f} and {min(to_return):.2f}-{max(to_return):.2f} s)")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from neurotui.session.columns import Columns
+from neurotui.session.reader import STEP_SOURCES, SessionReader
 from neurotui.summary import summarize
+from tests.strategies import Run, runs
+
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 
 
 def steps_table(ranks: int = 2, n: int = 50, dt: float = 0.1, batch: int = 16,
@@ -59,3 +69,49 @@ def test_an_epochs_time_and_cost_from_the_runs_dataset_size() -> None:
     assert s["epoch_s"] == pytest.approx(50_000 / 320) and s["usd_per_epoch"] is None
     s = summarize({**meta, "config": {}}, steps_table(), pd.DataFrame())
     assert s["dataset_size"] is None and s["epoch_s"] is None and s["usd_per_epoch"] is None
+
+
+def _columns_of(df: pd.DataFrame) -> Columns:
+    """A DataFrame as the reader's Columns: `src` as codes into STEP_SOURCES."""
+    data = {name: df[name].to_numpy() for name in df.columns}
+    if "src" in data:
+        data["src"] = np.array([STEP_SOURCES.index(str(s)) for s in data["src"]],
+                               dtype=np.int8)
+    return Columns(data, len(df))
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs(), st.booleans())
+def test_the_summary_of_numpy_columns_is_the_summary_of_the_dataframe(
+        run: Run, with_phases: bool) -> None:
+    """The supervisor summarizes the reader's numpy columns (no pandas at a run's end);
+    compare summarizes DataFrames: every figure the same, to the last bit."""
+    steps = run.steps.assign(src="probe")
+    phases = None
+    if with_phases:  # a data wait for every other step, one step's reported twice
+        phases = steps[["t", "rank"]].iloc[::2].assign(data=0.01)
+        phases = pd.concat([phases, phases.iloc[:1].assign(data=0.02)], ignore_index=True)
+    meta = {"started_at": float(steps["t"].min()) - 5.0 if len(steps) else 0.0,
+            "ended_at": float(steps["t"].max()) + 1.0 if len(steps) else 1.0,
+            "price": {"usd_per_hour": 1.34}, "config": {"dataset_size": 1000}}
+    from_frames = summarize(meta, steps, run.compiles, phases=phases)
+    from_columns = summarize(meta, _columns_of(steps),
+                             Columns.of_records(run.compile_events(), ("t", "rank")),
+                             phases=None if phases is None else _columns_of(phases))
+    assert from_columns == from_frames
+
+
+@pytest.mark.parametrize("name", ["sample-cpu-gloo", "sample-xla-cpu"])
+def test_the_sample_sessions_summarize_alike_from_columns_and_dataframes(name: str) -> None:
+    reader = SessionReader(SESSIONS / name, use_cache=False).load()
+    compiles = list(reader.events.get("compile", ()))
+    probe_info = list(reader.events.get("probe_info", ()))
+    from_frames = summarize(reader.meta, reader.steps(), reader.frame("compile"),
+                            phases=reader.phases(), probe_info=probe_info,
+                            samples_from=reader.samples_from)
+    from_columns = summarize(reader.meta, reader.step_columns(),
+                             Columns.of_records(compiles, ("t", "rank")),
+                             phases=reader.phase_columns(), probe_info=probe_info,
+                             samples_from=reader.samples_from)
+    assert from_columns == from_frames
+    assert from_columns["steady_samples_per_s"] is not None
