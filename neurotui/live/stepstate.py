@@ -125,10 +125,16 @@ class StepState:
         self.last_t = max(self.last_t, float(np.nanmax(t)))
         if self.history is None:
             self.history = RunHistory(float(np.nanmin(t)))
-        # Stable sort by (attempt, rank) keeps each rank's rows in time order.
-        order = np.lexsort((rank, attempt))
-        keys = np.stack([attempt[order], rank[order]], axis=1)
-        cuts = np.flatnonzero(np.any(np.diff(keys, axis=0) != 0, axis=1)) + 1
+        # Stable sort by (attempt, rank) keeps each rank's rows in time order. One key for
+        # the pair, in 16 bits where it fits: numpy sorts those by radix (an attach takes
+        # millions of rows at once).
+        low = int(rank.min())
+        key = (attempt - int(attempt.min())) * (int(rank.max()) - low + 1) + (rank - low)
+        if int(key.max()) < 1 << 16:
+            key = key.astype(np.uint16)
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
         all_t, all_st, all_sc = [], [], []
         for idx in np.split(order, cuts):
             a, r = int(attempt[idx[0]]), int(rank[idx[0]])

@@ -25,6 +25,9 @@ _MARK, _MARK_SPACED = b'"kind":"step"', b'"kind": "step"'
 _MARK_WITHIN = 48
 """Bytes from a line's start the kind is looked for in: after a time of up to 30 characters."""
 MIN_BATCH = 64
+MIN_BLOCK = 8
+"""A piece of step lines only (a probe file's) is decoded whole from this many lines on: a
+dashboard's poll finds a score of new lines a file, where one call beats line by line."""
 """Fewer candidate lines than this are not worth a batch (the per-line path is as quick)."""
 
 MAX_TIME = 1e11

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -15,6 +16,10 @@ LAUNCHER_LOG = f"{LOGS_DIR}/{LAUNCHER_LOG_NAME}"
 TORCHRUN_LOG_DIR = f"{LOGS_DIR}/{TORCHRUN_LOG_NAME}"
 SUPERVISOR_LOG = "supervisor.log"
 CONTROL_SOCKET = "control.sock"
+CACHE_MIN_SOURCE_BYTES = 8 << 20
+"""Sessions with less JSON-lines data (events.jsonl and probe/*.jsonl) than this parse in well
+under a second: not cached (session/cache.py). Here, not there: the supervisor starts the
+cache keeper past it, and must not import numpy to know it."""
 
 # torchrun --log-dir layout: <dir>/<run_id>_<suffix>/attempt_<k>/<local_rank>/{stdout,stderr}.log
 _TORCHRUN_RANK_LOG = re.compile(r"attempt_(\d+)/(\d+)/(stdout|stderr)\.log$")
@@ -36,6 +41,15 @@ def probe_files(session_dir: Path, *, auto: bool = False) -> dict[int, Path]:
         if m:
             found[int(m.group(1))] = path
     return found
+
+
+def json_lines_bytes(session_dir: Path) -> int:
+    """Bytes of the session's JSON lines (events.jsonl and probe/*.jsonl): a few stat calls."""
+    total = 0
+    for path in [session_dir / EVENTS, *(session_dir / PROBE_DIR).glob("*.jsonl")]:
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return total
 
 
 def rank_log_files(session_dir: Path) -> dict[int, list[Path]]:

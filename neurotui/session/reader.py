@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import json
 import math
+import re
 from array import array
 from collections import Counter, deque
 from collections.abc import Iterable
@@ -251,6 +252,9 @@ class SessionReader:
         self.problems = ReadProblems()
         self.telemetry_history = telemetry_history
         self.use_cache = use_cache
+        self.rebuilds_cache = False
+        """True for the cache keeper (keeper.py): the first poll ignores any cache, parses every
+        file itself and leaves a new cache behind, even of a running or small session."""
         self.cache_state = "unused"
         """'unused', 'restored', 'written' or 'restored+written' (after the first poll)."""
         self.first_read: tuple[int, int] | None = None
@@ -367,10 +371,18 @@ class SessionReader:
 
     # -- cache ---------------------------------------------------------------------------
     def _restore(self) -> int:
-        """Take the session's cache, if valid; returns the records it added (0: none)."""
+        """Take the session's cache, if valid; returns the records it added (0: none).
+
+        A cache the keeper appended to holds each append's rows after the earlier ones: they
+        are put in the order a reader that parsed every file at once has them (steps and
+        phases by time, events and problems by file and place in it).
+        """
+        if self.rebuilds_cache:
+            return 0
         read = cache.load(self.dir, STEP_SOURCES)
         if read is None or not set(read.kinds) <= KNOWN_KINDS:
             return 0
+        read.events = _in_file_order(read.events, read.sources)
         try:
             events = self._cached_events(read)
         except (OSError, ValueError, KeyError, IndexError):
@@ -378,8 +390,12 @@ class SessionReader:
         for sid, source in enumerate(read.sources):
             path = self.dir / source.name
             self._tails[path] = _Tail(path, source.name, sid, source.offset, source.line_no)
+        t = read.steps["t"]
+        if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):  # appended: late lines
+            read.steps = read.steps.rows(np.argsort(t, kind="stable"))
+        del t
         self._steps = read.steps
-        self._phases = read.phases if read.phases.columns else None
+        self._phases = _phases_in_time_order(read.phases) if read.phases.columns else None
         # The cache's kind codes follow its own list: translate them to this version's.
         codes = np.array([_KIND_CODE[k] for k in read.kinds] or [0], dtype="int8")
         self._index = _EventIndex.from_columns(read.events.with_column(
@@ -387,14 +403,44 @@ class SessionReader:
         self.events = events
         self._rank_sources = {rank: set(codes) for rank, codes in read.rank_sources.items()}
         self.samples_from = set(read.samples_from)
-        p = read.problems
+        self._take_problems(read.problems)
+        self.cache_state = "restored"
+        return len(read.steps) + sum(len(bucket) for bucket in events.values())
+
+    def _take_problems(self, p: dict[str, Any]) -> None:
+        """The problems a cache counted (the first locations in file order, as a whole read
+        reports them)."""
         self.problems.bad_lines = int(p.get("bad_lines", 0))
         self.problems.truncated_lines = int(p.get("truncated_lines", 0))
         self.problems.unknown_kinds.update({str(k): int(n) for k, n in
                                             dict(p.get("unknown_kinds", {})).items()})
-        self.problems.locations[:] = [str(x) for x in p.get("locations", [])]
-        self.cache_state = "restored"
-        return len(read.steps) + sum(len(bucket) for bucket in events.values())
+        self.problems.locations[:] = sorted((str(x) for x in p.get("locations", [])),
+                                            key=location_order)[:_MAX_BAD_LOCATIONS]
+
+    @classmethod
+    def resumed(cls, session_dir: Path | str, found: cache.CacheState,
+                telemetry_history: int | None = 0) -> SessionReader:
+        """A reader that goes on from where the cache `found` ends, without loading it (the
+        cache keeper): its polls read only what was appended after the cache's offsets, and
+        take_steps() hands out only those steps.
+
+        It is as a follower that handed out the cached rows: the sources seen per rank are
+        the cache's, so a better source appearing for a rank makes take_steps() say start
+        over (None). Its event index holds only the events read since, with this version's
+        kind codes, their streams numbered as `found.sources` are (new files after them).
+        """
+        reader = cls(session_dir, telemetry_history)
+        reader._polled = True  # the cache is where it starts: nothing to restore
+        for sid, source in enumerate(found.sources):
+            path = reader.dir / source.name
+            reader._tails[path] = _Tail(path, source.name, sid, source.offset, source.line_no)
+        reader._rank_sources = {rank: set(codes) for rank, codes in found.rank_sources.items()}
+        reader._handed = {rank: set(codes) for rank, codes in found.rank_sources.items()}
+        reader.samples_from = set(found.samples_from)
+        reader._take_problems(found.problems)
+        reader._streaming = True
+        reader.cache_state = "resumed"
+        return reader
 
     def _cached_events(self, read: cache.CachedRead
                        ) -> dict[str, list[dict[str, Any]] | deque[dict[str, Any]]]:
@@ -413,7 +459,7 @@ class SessionReader:
                 limited = kind in BOUNDED_KINDS and self.telemetry_history is not None
                 if limited:
                     keep = max(0, int(self.telemetry_history or 0))
-                    rows = rows[len(rows) - keep:] if keep else rows[:0]
+                    rows = rows[max(0, len(rows) - keep):] if keep else rows[:0]
                 records = []
                 for row in rows:
                     sid = int(streams[row])
@@ -435,10 +481,11 @@ class SessionReader:
         """Leave a cache for the next reader when this one parsed much itself."""
         if self._streaming:
             return  # steps were handed out: this reader no longer has the whole table
-        if new_bytes <= 0 or self._bytes_taken() < cache.MIN_SOURCE_BYTES:
-            return
-        if self.running and new_bytes < cache.RUNNING_MIN_NEW_BYTES:
-            return  # a live run keeps growing: cache it only when that saves much
+        if not self.rebuilds_cache:  # the keeper: it judged the session worth a cache
+            if new_bytes <= 0 or self._bytes_taken() < cache.MIN_SOURCE_BYTES:
+                return
+            if self.running and new_bytes < cache.RUNNING_MIN_NEW_BYTES:
+                return  # a live run keeps growing: cache it only when that saves much
         sources = []
         position = np.full(len(self._tails), -1, dtype="int16")  # stream -> place in sources
         for tail in sorted(self._tails.values(), key=lambda x: x.sid):
@@ -478,7 +525,7 @@ class SessionReader:
         if self._samples_per_step is None and bulk.starts_with_a_step(chunk):
             count = chunk.count(b"\n", 0, complete)
             whole = bulk.decode_block(memoryview(chunk)[:complete], count) \
-                if count >= bulk.MIN_BATCH else None
+                if count >= bulk.MIN_BLOCK else None
             if whole is not None:
                 tail.line_no += count
                 return self._take_decoded(whole)
@@ -497,11 +544,10 @@ class SessionReader:
         first_line, added = tail.line_no, 0
         one_by_one = sorted(rejected + others)
         offsets = _offsets(lines, start) if one_by_one else []
-        sent_back = set(rejected)
         kept_later = self._telemetry_heads(lines, others)
         # In file order, as line by line: problems are reported in it, and a step line the
-        # bulk decode sent back (a rank of `true`, a step of "3") comes between the rows
-        # around it.
+        # bulk decode sent back (a rank of `true`, a step of "3", a kind far into the line)
+        # comes between the rows around it.
         for i in one_by_one:
             kind = kept_later.get(i)
             if kind is not None:  # telemetry: its line is parsed if it is among the last
@@ -509,7 +555,7 @@ class SessionReader:
                 self._index_event(kind, tail, offsets[i], len(lines[i]))
                 added += 1
                 continue
-            if i in sent_back:
+            if len(decoded.line) and decoded.line[0] < i:  # this line may be a step too
                 earlier, decoded = decoded.before(i)
                 added += self._take_decoded(earlier)
             raw = lines[i]
@@ -755,10 +801,13 @@ class SessionReader:
         self._steps = _StepColumns().columns()
         self._phases = None
         if len(steps):
-            pairs = np.unique(np.stack([steps["rank"].astype(np.int64, copy=False),
-                                        steps["src"].astype(np.int64)]), axis=1)
-            for rank, src in pairs.T:
-                self._handed.setdefault(int(rank), set()).add(int(src))
+            # One int64 per (rank, source): np.unique(axis=1) of the pairs took 2 s for the
+            # 3 M rows an attach restores, this 0.05 s.
+            pairs = np.unique(steps["rank"].astype(np.int64) * len(STEP_SOURCES)
+                              + steps["src"].astype(np.int64))
+            for pair in pairs.tolist():
+                rank, src = divmod(pair, len(STEP_SOURCES))
+                self._handed.setdefault(rank, set()).add(src)
         return TakenSteps(steps, phases)
 
     def reopened(self) -> SessionReader:
@@ -804,8 +853,8 @@ class SessionReader:
     def _flush_phases(self) -> Columns:
         if len(self._new_phases):
             chunk = self._new_phases.columns()
-            self._phases = chunk if self._phases is None else Columns.concat(
-                [self._phases, chunk])
+            self._phases = _phases_in_time_order(chunk if self._phases is None else
+                                                 Columns.concat([self._phases, chunk]))
         return self._phases if self._phases is not None else Columns()
 
     def frame(self, kind: str) -> pd.DataFrame:
@@ -900,6 +949,56 @@ def _merge_in_time_order(table: Columns, chunk: Columns) -> Columns:
     tail = Columns.concat([table.rows(slice(start, None)), chunk])
     tail = tail.rows(np.argsort(tail["t"], kind="stable"))
     return Columns.concat([table.rows(slice(None, start)), tail])
+
+
+def _phases_in_time_order(phases: Columns) -> Columns:
+    """Phase rows in time order (a stable sort), t and rank first, then the phases in the
+    order they first have a value in it: the same whatever order the rows were read in (all
+    files at once, poll after poll, or a cache appended to)."""
+    if not len(phases):
+        return phases
+    t = phases["t"]
+    if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
+        phases = phases.rows(np.argsort(t, kind="stable"))
+    names = [name for name in phases.columns if name not in ("t", "rank")]
+    first = {}
+    for name in names:
+        known = ~np.isnan(phases[name])
+        at = int(known.argmax())
+        first[name] = at if known[at] else len(known)
+    order = ["t", "rank", *sorted(names, key=first.__getitem__)]
+    if order == phases.columns:
+        return phases
+    return Columns({name: phases[name] for name in order}, len(phases))
+
+
+def _in_file_order(index: Columns, sources: list[cache.SourceStamp]) -> Columns:
+    """The event index in the order a reader reads the files (events.jsonl, probe files by
+    rank; each by byte offset): an appended cache holds each append's events after all the
+    earlier ones."""
+    if len(index) < 2:
+        return index
+    places = sorted(range(len(sources)), key=lambda i: cache.source_order(sources[i].name))
+    order = np.empty(len(sources), dtype=np.int64)
+    order[places] = np.arange(len(sources))
+    stream = order[np.asarray(index["stream"], dtype=np.int64)]
+    offset = index["offset"]
+    next_file, further = np.diff(stream), np.diff(offset)
+    if bool(((next_file > 0) | ((next_file == 0) & (further > 0))).all()):
+        return index
+    return index.rows(np.lexsort((offset, stream)))
+
+
+_LOCATION = re.compile(r"^([^:]+):(\d+) ")
+
+
+def location_order(location: str) -> tuple[int, int, int]:
+    """Where a problem's location (`probe/rank-3.jsonl:12 (why)`) comes in the order a reader
+    reads the files."""
+    m = _LOCATION.match(location)
+    if m is None:
+        return (4, 0, 0)
+    return (*cache.source_order(m.group(1)), int(m.group(2)))
 
 
 def _seconds(value: Any) -> float:

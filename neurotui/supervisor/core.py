@@ -32,6 +32,7 @@ from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import control, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
+from neurotui.supervisor.cachekeeping import CacheKeeper
 from neurotui.supervisor.logfollow import POLL_S, LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.stallwatch import StallWatch
@@ -87,6 +88,7 @@ class Supervisor:
                                     spool_dir=self.spool,
                                     watch=os.environ.get(LOG_WATCH_ENV) != "0")
         self.stalls = StallWatch(self.dir)
+        self.cache_keeper = CacheKeeper(self.dir)  # attach/replay open fast (cachekeeping.py)
         self.follower.stalls = self.stalls
         self.selector = selectors.DefaultSelector()
         self.socket_path = control.socket_path(self.dir)
@@ -226,6 +228,7 @@ class Supervisor:
             if now >= next_telemetry:
                 self._sample_telemetry(now)
                 self._watch_alerts(now)
+                self._guarded("keeping the session's cache", self.cache_keeper.tick, now)
                 next_telemetry = now + TELEMETRY_S
             self.writer.flush()
             if self._meta_unsaved:

@@ -24,6 +24,7 @@ def _read(session: Path, in_bulk: bool, monkeypatch: pytest.MonkeyPatch,
     with monkeypatch.context() as m:
         if not in_bulk:
             m.setattr(bulk, "MIN_BATCH", 10**9)
+            m.setattr(bulk, "MIN_BLOCK", 10**9)
         reader = SessionReader(session, telemetry_history=history, use_cache=False)
         reader.load()
         return reader

@@ -1,6 +1,6 @@
 """The reader's columnar cache: a restored read equals a fresh parse of the JSON lines, bytes
 appended after the cache are read, and a source that shrank or was rewritten rebuilds it. The
-cache itself (a .npy file per column) round-trips every column type, and a damaged, foreign,
+cache itself (a raw file per column) round-trips every column type, and a damaged, foreign,
 older or half-written one reads as None."""
 
 from __future__ import annotations
@@ -129,6 +129,13 @@ def test_telemetry_history_is_applied_to_the_restored_events(tmp_path: Path) -> 
         f.write(event(120, "host", cpu=[0], mem_used=1, mem_total=9, load=None))
     r.poll()
     assert [e["t"] for e in r.events["host"]] == [108, 120]
+
+
+def test_a_telemetry_history_longer_than_the_samples_restores_them_all(tmp_path: Path) -> None:
+    d = make_session(tmp_path)
+    SessionReader(d).load()
+    assert [e["t"] for e in assert_same_read(d, history=7).events["host"]] == [
+        104, 105, 106, 107, 108]
 
 
 def test_lines_appended_after_the_cache_are_read(tmp_path: Path) -> None:
@@ -278,7 +285,7 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(tmp_path: Path, damage: str) -> 
     if damage == "stamp":
         (folder / "stamp.json").write_text("{not json")
     elif damage == "column":
-        (folder / f"{stamp['token']}.steps.0.npy").write_bytes(b"\x93NUMPY nonsense")
+        (folder / f"{stamp['token']}.steps.0.col").write_bytes(b"short")
     elif damage == "version":
         (folder / "stamp.json").write_text(json.dumps({**stamp, "version": 999}))
     elif damage == "foreign":  # a stamp naming a file outside the session's streams
@@ -290,8 +297,8 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(tmp_path: Path, damage: str) -> 
     elif damage == "categories":  # written by a version with other step sources
         (folder / "stamp.json").write_text(json.dumps({**stamp, "src_categories": ["x"]}))
     else:  # offsets that point into the middle of lines
-        offsets = folder / f"{stamp['token']}.events.1.npy"
-        np.save(offsets, np.load(offsets) + 3, allow_pickle=False)
+        offsets = folder / f"{stamp['token']}.events.1.col"
+        (np.fromfile(offsets, dtype=np.int64) + 3).tofile(offsets)
     r = assert_same_read(d)
     assert r.cache_state == "written"
     assert SessionReader(d).load().cache_state == "restored"
@@ -306,9 +313,9 @@ def test_only_one_cache_is_kept(tmp_path: Path) -> None:
     files = sorted(p.name for p in (d / ".cache").iterdir())
     token = json.loads((d / ".cache" / "stamp.json").read_text())["token"]
     # t, rank, data, fwd; 8 step columns; 4 event columns.
-    assert files == sorted([*(f"{token}.phases.{i}.npy" for i in range(4)),
-                            *(f"{token}.steps.{i}.npy" for i in range(8)),
-                            *(f"{token}.events.{i}.npy" for i in range(4)), "stamp.json"])
+    assert files == sorted([*(f"{token}.phases.{i}.col" for i in range(4)),
+                            *(f"{token}.steps.{i}.col" for i in range(8)),
+                            *(f"{token}.events.{i}.col" for i in range(4)), "stamp.json"])
 
 
 def test_use_cache_false_neither_reads_nor_writes(tmp_path: Path) -> None:
@@ -369,7 +376,7 @@ def test_a_follower_restores_the_cache_and_takes_every_step(tmp_path: Path) -> N
 # -- the cache on its own (no reader) ------------------------------------------------------
 
 ODD_PHASES = ["data", "forward", "optimizer step/all-reduce", "../../etc/passwd", "a b",
-              "", "0", "ünïcode ⏱", "t.npy", "steps.3"]
+              "", "0", "ünïcode ⏱", "t.npy", "steps.3", "x.col"]
 
 
 def a_session(tmp_path: Path) -> Path:
@@ -445,7 +452,7 @@ def test_every_column_type_and_odd_phase_names_round_trip(tmp_path: Path) -> Non
     token = json.loads((d / ".cache" / "stamp.json").read_text())["token"]
     for path in (d / ".cache").iterdir():
         assert path.name == "stamp.json" or re.fullmatch(
-            rf"{token}\.(steps|phases|events)\.\d+\.npy", path.name), path.name
+            rf"{token}\.(steps|phases|events)\.\d+\.col", path.name), path.name
 
 
 def test_phase_columns_keep_their_order_with_t_and_rank_first(tmp_path: Path) -> None:
@@ -467,41 +474,209 @@ def test_empty_tables_round_trip(tmp_path: Path, rows: int) -> None:
     assert_round_trip(d, a_read(d, rows=0))  # phase columns, no rows
 
 
-@pytest.mark.parametrize("damage", ["truncated", "wrong_dtype", "other_length", "2-d",
-                                    "missing", "pickled", "not_npy", "src_code", "stream",
-                                    "kind", "columns"])
+@pytest.mark.parametrize("damage", ["truncated", "wrong_dtype", "other_length", "missing",
+                                    "empty", "src_code", "stream", "kind", "columns", "rows",
+                                    "phases_without_columns"])
 def test_a_damaged_column_file_reads_as_none(tmp_path: Path, damage: str) -> None:
     d = a_session(tmp_path)
     assert cache.save(d, a_read(d))
     folder = d / ".cache"
     stamp = json.loads((folder / "stamp.json").read_text())
     token = stamp["token"]
-    loss, src = folder / f"{token}.steps.4.npy", folder / f"{token}.steps.6.npy"
+    loss, src = folder / f"{token}.steps.4.col", folder / f"{token}.steps.6.col"
     if damage == "truncated":  # e.g. a full disk, or a copy cut short
         loss.write_bytes(loss.read_bytes()[:-3])
-    elif damage == "wrong_dtype":
-        np.save(loss, np.load(loss).astype(np.float32))
+    elif damage == "wrong_dtype":  # as float32: half as long
+        np.fromfile(loss, dtype=np.float64).astype(np.float32).tofile(loss)
     elif damage == "other_length":
-        np.save(loss, np.load(loss)[:-1])
-    elif damage == "2-d":
-        np.save(loss, np.load(loss).reshape(1, -1))
+        np.fromfile(loss, dtype=np.float64)[:-1].tofile(loss)
     elif damage == "missing":
         loss.unlink()
-    elif damage == "pickled":
-        np.save(loss, np.array([{"x": 1}] * 5, dtype=object), allow_pickle=True)
-    elif damage == "not_npy":
-        loss.write_bytes(b"PAR1 a Parquet file")
+    elif damage == "empty":
+        loss.write_bytes(b"")
     elif damage == "src_code":  # a code no source stands for
-        np.save(src, np.array([0, 1, 2, 3, 0], dtype=np.int8))
+        np.array([0, 1, 2, 3, 0], dtype=np.int8).tofile(src)
     elif damage in ("stream", "kind"):  # an event of no source / no kind
-        column = folder / f"{token}.events.{0 if damage == 'stream' else 3}.npy"
-        values = np.load(column)
+        column = folder / f"{token}.events.{0 if damage == 'stream' else 3}.col"
+        values = np.fromfile(column, dtype=np.int16 if damage == "stream" else np.int8)
         values[1] = 9
-        np.save(column, values)
-    else:  # a stamp that lists the steps' columns in another order
+        values.tofile(column)
+    elif damage == "columns":  # a stamp that lists the steps' columns in another order
         stamp["columns"]["steps"] = stamp["columns"]["steps"][::-1]
         (folder / "stamp.json").write_text(json.dumps(stamp))
+    elif damage == "rows":  # a stamp counting more rows than the files hold
+        stamp["rows"]["steps"] += 1
+        (folder / "stamp.json").write_text(json.dumps(stamp))
+    else:  # rows of phases, and no column to hold them
+        stamp["columns"]["phases"] = []
+        (folder / "stamp.json").write_text(json.dumps(stamp))
     assert cache.load(d, SOURCES) is None
+    assert cache.state(d, SOURCES) is None or damage in ("src_code", "stream", "kind")
+
+
+def test_rows_beyond_the_stamp_are_not_counted(tmp_path: Path) -> None:
+    """An appender that died before its stamp left rows at the end of some column files: the
+    cache reads as the stamp says, and the next append cuts them off first."""
+    d = a_session(tmp_path)
+    read = a_read(d, phases=["data"])
+    assert cache.save(d, read)
+    token = json.loads((d / ".cache" / "stamp.json").read_text())["token"]
+    for path in (d / ".cache").glob(f"{token}.steps.*.col"):
+        with open(path, "ab") as f:
+            f.write(b"\x01" * 8 * 3)
+    back = cache.load(d, SOURCES)
+    assert back is not None
+    assert_same_columns(back.steps, read.steps)
+    found = cache.state(d, SOURCES)
+    assert found is not None and found.rows["steps"] == 5
+    more = a_read(d, rows=2, phases=["data"])
+    assert append(d, found, more)
+    back = cache.load(d, SOURCES)
+    assert back is not None
+    assert_same_columns(back.steps, Columns.concat([read.steps, more.steps]))
+
+
+def append(d: Path, found: cache.CacheState, more: cache.CachedRead,
+           events: Columns | None = None) -> bool:
+    return cache.append(d, found, steps=more.steps, phases=more.phases,
+                        events=more.events.rows(slice(0, 0)) if events is None else events,
+                        sources=found.sources, problems=more.problems,
+                        rank_sources=more.rank_sources, samples_from=more.samples_from)
+
+
+def test_an_append_adds_rows_new_phases_and_events(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d, rows=4, phases=["data", "fwd"])
+    assert cache.save(d, read)
+    found = cache.state(d, SOURCES)
+    assert found is not None
+    more = a_read(d, rows=3, phases=["opt", "data"])  # fwd not reported, opt new
+    events = read.events.rows(np.array([1, 2]))
+    assert append(d, found, more, events)
+    back = cache.load(d, SOURCES)
+    assert back is not None
+    assert_same_columns(back.steps, Columns.concat([read.steps, more.steps]))
+    assert back.phases.columns == ["t", "rank", "data", "fwd", "opt"]
+    assert_same_columns(back.phases, Columns.concat([read.phases, more.phases]))
+    assert np.isnan(back.phases["opt"][:4]).all() and np.isnan(back.phases["fwd"][4:]).all()
+    assert_same_columns(back.events, Columns.concat([read.events, events]))
+    assert back.problems == more.problems and back.rank_sources == more.rank_sources
+    # The state was brought along: a second append goes on from it.
+    assert found.rows == {"steps": 7, "phases": 7, "events": 6}
+    assert append(d, found, a_read(d, rows=1, phases=[]))
+    back = cache.load(d, SOURCES)
+    assert back is not None and len(back.steps) == 8 and len(back.phases) == 7
+
+
+def test_the_first_phases_appended_to_a_cache_without_any(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    assert cache.save(d, a_read(d, rows=2, phases=[]))
+    found = cache.state(d, SOURCES)
+    assert found is not None and found.columns["phases"] == []
+    more = a_read(d, rows=2, phases=["data"])
+    assert append(d, found, more)
+    back = cache.load(d, SOURCES)
+    assert back is not None
+    assert_same_columns(back.phases, more.phases)
+
+
+def test_a_reader_of_the_old_stamp_reads_the_same_rows_after_an_append(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d, rows=5, phases=["data"])
+    assert cache.save(d, read)
+    old = cache.state(d, SOURCES)
+    mine = cache.state(d, SOURCES)
+    assert old is not None and mine is not None
+    assert append(d, mine, a_read(d, rows=3, phases=["data", "new"]))
+    for what, table in (("steps", read.steps), ("phases", read.phases)):
+        rows = cache.read_rows(d, old, what, table.columns, 0, old.rows[what])
+        assert rows is not None
+        assert_same_columns(rows, table)
+    tail = cache.read_rows(d, old, "steps", ["t", "loss"], 3, 5)
+    assert tail is not None and tail.columns == ["t", "loss"]
+    np.testing.assert_array_equal(tail["loss"], read.steps["loss"][3:])
+    assert cache.read_rows(d, old, "steps", ["t"], 4, 6) is None  # beyond its stamp
+
+
+def test_an_append_to_a_cache_rebuilt_meanwhile_counts_for_nothing(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    assert cache.save(d, a_read(d, rows=5, phases=["data"]))
+    found = cache.state(d, SOURCES)
+    assert found is not None
+    rebuilt = a_read(d, rows=2, phases=["other"])
+    assert cache.save(d, rebuilt)
+    assert not append(d, found, a_read(d, rows=3, phases=["data"]))
+    back = cache.load(d, SOURCES)
+    assert back is not None and back.phases.columns == ["t", "rank", "other"]
+    assert_same_columns(back.steps, rebuilt.steps)
+
+
+def test_appends_of_other_columns_or_codes_are_refused(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d, rows=3, phases=["data"])
+    assert cache.save(d, read)
+    found = cache.state(d, SOURCES)
+    assert found is not None
+    steps = dict(read.steps.items())
+    for bad in (cache.CachedRead(**{**read.__dict__, "steps": Columns(
+                    {k: v for k, v in steps.items() if k != "dt"})}),
+                cache.CachedRead(**{**read.__dict__, "steps": Columns(
+                    {**steps, "src": np.array([0, 7, 0], dtype=np.int8)})}),
+                cache.CachedRead(**{**read.__dict__, "phases": Columns(
+                    {"data": steps["t"]})})):
+        assert not append(d, found, bad)
+    assert not append(d, found, read, read.events.with_column(
+        "stream", np.full(4, 5, dtype=np.int16)))  # a stream of no source
+    assert not cache.append(d, found, steps=read.steps, phases=read.phases,
+                            events=read.events, sources=found.sources[1:], problems={},
+                            rank_sources={}, samples_from=[])  # a source dropped
+    back = cache.load(d, SOURCES)
+    assert back is not None
+    assert_same_columns(back.steps, read.steps)
+
+
+def test_single_values_are_overwritten_in_place(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d, rows=5)
+    assert cache.save(d, read)
+    found = cache.state(d, SOURCES)
+    assert found is not None
+    assert cache.write_values(d, found, "steps", "loss", [1, 3], [7.5, 8.5])
+    assert not cache.write_values(d, found, "steps", "loss", [5], [1.0])  # not a cached row
+    assert not cache.write_values(d, found, "steps", "nope", [1], [1.0])
+    back = cache.load(d, SOURCES)
+    assert back is not None
+    expected = read.steps["loss"].copy()
+    expected[[1, 3]] = [7.5, 8.5]
+    np.testing.assert_array_equal(back.steps["loss"], expected)
+
+
+def test_one_keeper_at_a_time(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    with cache.keeper_lock(d) as first, cache.keeper_lock(d) as second:
+        assert first and not second
+    with cache.keeper_lock(d) as again:
+        assert again
+    (d / ".cache" / cache.KEEPER_LOCK).unlink()
+    (d / ".cache").rmdir()
+    (d / ".cache").write_text("a file where the cache folder would go")
+    with cache.keeper_lock(d) as blocked:
+        assert not blocked
+
+
+def test_a_npy_cache_of_version_3_is_ignored_and_replaced(tmp_path: Path) -> None:
+    d = a_session(tmp_path)
+    read = a_read(d)
+    assert cache.save(d, read)
+    folder = d / ".cache"
+    stamp = json.loads((folder / "stamp.json").read_text())
+    for path in folder.glob("*.col"):  # as version 3 had them: .npy files
+        np.save(path.with_suffix(".npy"), np.zeros(5), allow_pickle=False)
+        path.unlink()
+    (folder / "stamp.json").write_text(json.dumps({**stamp, "version": 3}))
+    assert cache.load(d, SOURCES) is None and cache.state(d, SOURCES) is None
+    assert_round_trip(d, read)
+    assert not list(folder.glob("*.npy"))
 
 
 def test_a_cache_of_other_step_sources_reads_as_none(tmp_path: Path) -> None:
@@ -572,25 +747,25 @@ def test_a_save_failing_half_way_removes_what_it_wrote(tmp_path: Path,
     assert cache.save(d, before)
     files = sorted(p.name for p in (d / ".cache").iterdir())
     calls = {"n": 0}
-    save, replace = np.save, os.replace
+    write, replace = cache._write_values, os.replace
 
-    def failing_save(*args: Any, **kw: Any) -> None:
+    def failing_write(f: Any, values: Any) -> None:
         if calls["n"] == fail_at:
-            args[0].write(b"\x93NUMPY half")
+            f.write(b"half")
             raise OSError(28, "No space left on device")
         calls["n"] += 1
-        save(*args, **kw)
+        write(f, values)
 
     def failing_replace(*args: Any, **kw: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cache.np, "save", failing_save)
+    monkeypatch.setattr(cache, "_write_values", failing_write)
     if fail_at == "stamp":
         monkeypatch.setattr(cache.json, "dumps", lambda *a, **k: 1 / 0)
     if fail_at == "replace":
         monkeypatch.setattr(cache.os, "replace", failing_replace)
     assert not cache.save(d, a_read(d))
-    monkeypatch.setattr(cache.np, "save", save)
+    monkeypatch.setattr(cache, "_write_values", write)
     monkeypatch.setattr(cache.os, "replace", replace)
     assert sorted(p.name for p in (d / ".cache").iterdir()) == files
     back = cache.load(d, SOURCES)
@@ -634,7 +809,7 @@ def test_concurrent_saves_never_give_a_mix(tmp_path: Path,
     assert back is None or back.phases.columns == ["t", "rank", "mine"]
     # And whichever won, the next save leaves one complete cache.
     assert_round_trip(d, theirs)
-    assert len(list((d / ".cache").glob("*.npy"))) == 8 + 3 + 4
+    assert len(list((d / ".cache").glob("*.col"))) == 8 + 3 + 4
 
 
 def test_the_cache_needs_neither_pandas_nor_pyarrow(tmp_path: Path) -> None:

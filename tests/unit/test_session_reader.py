@@ -251,18 +251,19 @@ def test_first_read_says_how_far_it_got(tmp_path: Path,
     monkeypatch.setattr(reader_module, "READ_CHUNK_BYTES", 4096)
     reader = SessionReader(d, use_cache=False)
     seen: list[tuple[int, int] | None] = []
-    take = reader._take
-    monkeypatch.setattr(reader, "_take", lambda *a: (seen.append(reader.first_read), take(*a))[1])
+    take = reader._take_block  # once a piece of 4 KiB
+    monkeypatch.setattr(reader, "_take_block",
+                        lambda *a: (seen.append(reader.first_read), take(*a))[1])
     reader.poll()
     done = [p[0] for p in seen if p is not None]
-    assert len(seen) == 398 and all(p is not None and p[1] == total for p in seen)
+    assert len(seen) >= total // 4096 and all(p is not None and p[1] == total for p in seen)
     assert done == sorted(done) and 0 <= done[0] < done[-1] < total  # rises chunk by chunk
     assert reader.first_read is None  # only while the first read runs
     with open(d / "probe" / "rank-0.jsonl", "a") as f:
         f.write(json.dumps(step(400.0, 0, 200)) + "\n")
     seen.clear()
     reader.poll()
-    assert seen == [None]  # later polls read a little: no progress to show
+    assert seen and set(seen) == {None}  # later polls read a little: no progress to show
 
 
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 16])
