@@ -179,6 +179,32 @@ def test_rows_read_while_the_budget_defers_are_taken_once_it_allows(tmp_path: Pa
     rec.close()
 
 
+def test_a_long_runs_steady_state_is_worked_out_again_as_its_steps_grow(
+        tmp_path: Path) -> None:
+    """Over a day's steps the quantiles cost tens of ms: once steady, they are worked out
+    again only when the steps grew by STEADY_GROWTH (budget allowing), and at the end."""
+    rec = Recorder(tmp_path, "20260101-200000-growing")
+    _steps(rec, 1, 1000)
+    ticks = _Ticks()
+    clock = FixedClock(T0 + 200.0)
+    model = DashboardModel(SessionReader(rec.dir), clock, status=lambda: RUNNING,
+                           monotonic=ticks)
+    first = model.refresh().throughput.steady
+    assert first is not None and first.steps == 990  # 10 warm-up steps left out
+    _steps(rec, 1001, 1004)  # 0.4% more
+    ticks.t += 1000.0
+    assert model.refresh().throughput.steady == first  # not worked out again
+    _steps(rec, 1005, 1006)  # 0.6% more in all
+    ticks.t += 1000.0
+    assert model.refresh().throughput.steady.steps == 996
+    _steps(rec, 1007, 1007)
+    rec.update_meta(ended_at=T0 + 202.0, exit={"code": 0, "signal": None,
+                                               "reason": "completed", "attempts": 1})
+    clock.t = T0 + 205.0
+    assert model.refresh().throughput.steady.steps == 997  # the end: complete at once
+    rec.close()
+
+
 def test_a_live_reader_hands_its_steps_over_and_keeps_none(tmp_path: Path) -> None:
     """The dashboard keeps its own running figures: the reader must not also keep the run's
     whole step table (most of a long run's memory)."""

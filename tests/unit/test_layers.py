@@ -4,6 +4,7 @@ the command line reaches into them; every module of ui/ is a view (it imports Te
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "neurotui"
@@ -51,32 +52,29 @@ def test_the_figures_stand_on_their_own() -> None:
     assert offenders == []
 
 
-def test_the_command_line_and_the_supervisor_start_without_pandas_or_textual() -> None:
-    """`neurotui run` launches the job before anything imports pandas (a few hundred ms) or
-    Textual; the supervisor runs beside training for days without either."""
+def loaded_by(module: str, heavy: set[str]) -> list[str]:
+    """Which of the `heavy` packages importing `module` loads, in a new interpreter."""
     import subprocess
     import sys
 
+    return json.loads(subprocess.run(
+        [sys.executable, "-c", f"import json, sys, {module}; "
+         f"print(json.dumps(sorted({set(heavy)!r} & set(sys.modules))))"],
+        capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout)
+
+
+def test_the_command_line_and_the_supervisor_start_without_pandas_or_textual() -> None:
+    """`neurotui run` launches the job before anything imports pandas (a few hundred ms) or
+    Textual; the supervisor runs beside training for days without either."""
     for module in ("neurotui.cli", "neurotui.supervisor.core"):
-        loaded = subprocess.run(
-            [sys.executable, "-c", f"import sys, {module}; "
-             "print(sorted({'pandas', 'numpy', 'textual'} & set(sys.modules)))"],
-            capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout.strip()
-        assert loaded == "[]", (module, loaded)
+        assert loaded_by(module, {"pandas", "numpy", "textual"}) == [], module
 
 
 def test_following_and_replaying_a_run_need_no_pandas() -> None:
     """The dashboard (run, attach) and replay work on numpy columns: pandas (a third of a
-    second and 70 MB) is imported only by compare, export and the end-of-run summary."""
-    import subprocess
-    import sys
-
+    second and 70 MB) is imported only by compare and export."""
     for module in ("neurotui.ui.app", "neurotui.ui.replay", "neurotui.headless"):
-        loaded = subprocess.run(
-            [sys.executable, "-c", f"import sys, {module}; "
-             "print(sorted({'pandas', 'pyarrow'} & set(sys.modules)))"],
-            capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout.strip()
-        assert loaded == "[]", (module, loaded)
+        assert loaded_by(module, {"pandas", "pyarrow"}) == [], module
 
 
 def test_the_dashboard_and_replay_figures_are_computed_without_pandas() -> None:
