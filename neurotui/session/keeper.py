@@ -1,11 +1,12 @@
 """The cache keeper: keeps a recording session's columnar cache (cache.py) current.
 
 The supervisor must stay light (no numpy, no reader), so it starts this as a child process
-about once a minute while the job runs, once the session holds enough JSON lines to be worth
-a cache (supervisor/cachekeeping.py): `python -m neurotui.session.keeper SESSION_DIR`. So the
-first attach, replay or compare of a day-long run restores the cache and reads only the last
-minute, instead of parsing a gigabyte. An adopting supervisor's keeper goes on from the stamp
-the last one wrote: nothing is lost when a supervisor dies.
+while the job runs, once the session holds enough JSON lines to be worth a cache and again
+after every 8 MiB more (supervisor/cachekeeping.py): `python -m neurotui.session.keeper
+SESSION_DIR`. So the first attach, replay or compare of a day-long run restores the cache and
+reads at most those last megabytes itself, instead of parsing a gigabyte. An adopting
+supervisor's keeper goes on from the stamp the last one wrote: nothing is lost when a
+supervisor dies.
 
 Each run:
 - no valid cache (and enough JSON lines): a reader parses the session and writes one;
