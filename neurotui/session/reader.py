@@ -710,7 +710,7 @@ class SessionReader:
                 self._bad(tail, f"{name} {_short(value)} out of range")
                 return 0
         src = r.get("src")
-        src = _SOURCE_CODES.get(src, _LOG) if isinstance(src, str) else _LOG  # {} is no key
+        src = _SOURCE_CODE[src] if isinstance(src, str) else _LOG  # {} is no key
         if not self._keep_source(rank, src):
             if src == _LOG and math.isfinite(values[1]) and self._best_source(rank) == _AUTO:
                 self._log_losses.append((t, rank, values[1]))
@@ -882,9 +882,6 @@ class SessionReader:
         return paths, mine["stream"], mine["offset"], mine["length"]
 
 
-_SOURCE_CODES = {name: code for code, name in enumerate(STEP_SOURCES)}
-
-
 class _SourceCode(dict[Any, int]):
     """`src` -> its code; anything else (None, a source of a newer version) is a log's."""
 
@@ -892,7 +889,7 @@ class _SourceCode(dict[Any, int]):
         return _LOG
 
 
-_SOURCE_CODE = _SourceCode(_SOURCE_CODES)
+_SOURCE_CODE = _SourceCode({name: code for code, name in enumerate(STEP_SOURCES)})
 _PRECEDENCE_OF_CODE = np.array([_PRECEDENCE[code] for code in range(len(STEP_SOURCES))])
 SAMPLES_PER_STEP = "samples_per_step"
 
