@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -108,6 +109,11 @@ def test_charts_ascii_and_missing() -> None:
     assert charts.bar(None, 5) == "???  "
     assert charts.columns([1, 2], 2, 2) == [" █", "██"]
     assert charts.resample(list(range(10)), 2) == [2.0, 7.0]
+    nan = float("nan")
+    # Parts as np.array_split cuts them (the first ones one longer), NaN left out of each
+    # mean, and a part of nothing but NaN stays NaN.
+    assert charts.resample([1.0, nan, 3.0, 5.0, nan, nan, nan, 8.0], 3) == [2.0, 5.0, 8.0]
+    assert math.isnan(charts.resample([1.0, 2.0, nan, nan], 2)[1])
 
 
 class _LogBelowAPanel(App[None]):
