@@ -98,32 +98,20 @@ def _append(d: Path, found: cache.CacheState) -> tuple[str, bool]:
     taken = reader.take_steps()
     if taken is None:
         return _build(d, "a better step source appeared for a rank")
-    tails = sorted(reader._tails.values(), key=lambda tail: tail.sid)
-    sources: list[cache.SourceStamp] = []
-    place = np.full(len(tails), -1, dtype=np.int16)  # stream number -> place in sources
-    for tail in tails:
-        if tail.sid >= len(found.sources) and tail.taken == 0 and not tail.path.exists():
-            continue  # no events.jsonl yet: stamped once it is there
-        stamp = cache.stamp_source(d, tail.name, tail.taken, tail.line_no)
-        if stamp is None:
-            return f"{tail.name} could not be stamped: not appended", True
-        place[tail.sid] = len(sources)
-        sources.append(stamp)
+    stamped = reader.stamps_and_index(cached=len(found.sources))
+    if stamped is None:
+        return "a file could not be stamped: not appended", True
+    sources, index = stamped
     if len(sources) == len(found.sources) and all(
             new.offset == old.offset for new, old in zip(sources, found.sources, strict=True)):
         return "up to date", False
     placed = _place_cached_losses(d, found, _losses_for_cached_rows(losses, taken.steps))
-    index = reader._index.columns()
-    index = index.with_column("stream", place[np.asarray(index["stream"], dtype=np.int64)])
-    problems = reader.problems
+    problems = reader.problems.record()
+    problems["locations"] = sorted(known_locations + problems["locations"],
+                                   key=location_order)[:_MAX_BAD_LOCATIONS]
     if not cache.append(
             d, found, steps=taken.steps, phases=taken.phases, events=index, sources=sources,
-            problems={"bad_lines": problems.bad_lines,
-                      "truncated_lines": problems.truncated_lines,
-                      "unknown_kinds": dict(problems.unknown_kinds),
-                      "locations": sorted(known_locations + problems.locations,
-                                          key=location_order)[:_MAX_BAD_LOCATIONS]},
-            rank_sources={rank: sorted(codes) for rank, codes in reader._rank_sources.items()},
+            problems=problems, rank_sources=reader.rank_sources(),
             samples_from=sorted(reader.samples_from)):
         return "could not append to the cache (rewritten meanwhile, or a full disk)", True
     return (f"appended {len(taken.steps):,} steps, {len(taken.phases):,} phase rows, "

@@ -109,6 +109,11 @@ class ReadProblems:
             parts.append(f"unknown event kinds ignored: {kinds}")
         return "; ".join(parts) or None
 
+    def record(self) -> dict[str, Any]:
+        """As a cache's stamp keeps them."""
+        return {"bad_lines": self.bad_lines, "truncated_lines": self.truncated_lines,
+                "unknown_kinds": dict(self.unknown_kinds), "locations": list(self.locations)}
+
 
 class _StepColumns:
     """Steps not yet in the table, as typed arrays: 8 bytes a value, not a Python object."""
@@ -486,31 +491,42 @@ class SessionReader:
                 return
             if self.running and new_bytes < cache.RUNNING_MIN_NEW_BYTES:
                 return  # a live run keeps growing: cache it only when that saves much
-        sources = []
-        position = np.full(len(self._tails), -1, dtype="int16")  # stream -> place in sources
-        for tail in sorted(self._tails.values(), key=lambda x: x.sid):
-            if tail.taken == 0 and not tail.path.exists():
-                continue  # no events.jsonl (yet): nothing to stamp, read whole when it comes
-            stamp = cache.stamp_source(self.dir, tail.name, tail.taken, tail.line_no)
-            if stamp is None:
-                return
-            position[tail.sid] = len(sources)
-            sources.append(stamp)
-        events = self._index.columns()
-        events = events.with_column("stream", position[events["stream"]])
-        problems = self.problems
+        stamped = self.stamps_and_index()
+        if stamped is None:
+            return
+        sources, events = stamped
         read = cache.CachedRead(
             sources=sources, steps=self._flush_steps(), src_categories=list(STEP_SOURCES),
             phases=self._flush_phases(),
-            events=events, kinds=list(_INDEXED_KINDS),
-            problems={"bad_lines": problems.bad_lines,
-                      "truncated_lines": problems.truncated_lines,
-                      "unknown_kinds": dict(problems.unknown_kinds),
-                      "locations": list(problems.locations)},
-            rank_sources={rank: sorted(codes) for rank, codes in self._rank_sources.items()},
-            samples_from=sorted(self.samples_from))
+            events=events, kinds=list(_INDEXED_KINDS), problems=self.problems.record(),
+            rank_sources=self.rank_sources(), samples_from=sorted(self.samples_from))
         if cache.save(self.dir, read):
             self.cache_state = ("restored+" if self.cache_state == "restored" else "") + "written"
+
+    def stamps_and_index(self, cached: int = 0
+                         ) -> tuple[list[cache.SourceStamp], Columns] | None:
+        """What a cache records of the files read: their stamps, in stream order, and the
+        event index with its streams numbered as the stamps are. A file not there yet and
+        never read (no events.jsonl yet) is left out, to be read whole when it comes, unless
+        its stream is one of the first `cached` (a cache names it already). None when a file
+        cannot be stamped."""
+        sources: list[cache.SourceStamp] = []
+        position = np.full(len(self._tails), -1, dtype="int16")  # stream -> place in sources
+        for tail in sorted(self._tails.values(), key=lambda x: x.sid):
+            if tail.sid >= cached and tail.taken == 0 and not tail.path.exists():
+                continue
+            stamp = cache.stamp_source(self.dir, tail.name, tail.taken, tail.line_no)
+            if stamp is None:
+                return None
+            position[tail.sid] = len(sources)
+            sources.append(stamp)
+        events = self._index.columns()
+        return sources, events.with_column(
+            "stream", position[np.asarray(events["stream"], dtype=np.int64)])
+
+    def rank_sources(self) -> dict[int, list[int]]:
+        """Per rank, the `src` codes of the steps taken."""
+        return {rank: sorted(codes) for rank, codes in self._rank_sources.items()}
 
     def _bad(self, tail: _Tail, why: str) -> None:
         self.problems.bad_lines += 1
