@@ -392,9 +392,7 @@ class SessionReader:
             events = self._cached_events(read)
         except (OSError, ValueError, KeyError, IndexError):
             return 0  # the files disagree with the index after all: read them instead
-        for sid, source in enumerate(read.sources):
-            path = self.dir / source.name
-            self._tails[path] = _Tail(path, source.name, sid, source.offset, source.line_no)
+        self._go_on_from(read)
         t = read.steps["t"]
         if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):  # appended: late lines
             read.steps = read.steps.rows(np.argsort(t, kind="stable"))
@@ -406,11 +404,18 @@ class SessionReader:
         self._index = _EventIndex.from_columns(read.events.with_column(
             "kind", codes[np.asarray(read.events["kind"], dtype="int64")]))
         self.events = events
-        self._rank_sources = {rank: set(codes) for rank, codes in read.rank_sources.items()}
-        self.samples_from = set(read.samples_from)
-        self._take_problems(read.problems)
         self.cache_state = "restored"
         return len(read.steps) + sum(len(bucket) for bucket in events.values())
+
+    def _go_on_from(self, found: cache.CachedRead | cache.CacheState) -> None:
+        """Where a cache's read ended: each file's offset and line, the step sources seen per
+        rank, how samples were known, the problems counted."""
+        for sid, source in enumerate(found.sources):
+            path = self.dir / source.name
+            self._tails[path] = _Tail(path, source.name, sid, source.offset, source.line_no)
+        self._rank_sources = {rank: set(codes) for rank, codes in found.rank_sources.items()}
+        self.samples_from = set(found.samples_from)
+        self._take_problems(found.problems)
 
     def _take_problems(self, p: dict[str, Any]) -> None:
         """The problems a cache counted (the first locations in file order, as a whole read
@@ -436,13 +441,8 @@ class SessionReader:
         """
         reader = cls(session_dir, telemetry_history)
         reader._polled = True  # the cache is where it starts: nothing to restore
-        for sid, source in enumerate(found.sources):
-            path = reader.dir / source.name
-            reader._tails[path] = _Tail(path, source.name, sid, source.offset, source.line_no)
-        reader._rank_sources = {rank: set(codes) for rank, codes in found.rank_sources.items()}
+        reader._go_on_from(found)
         reader._handed = {rank: set(codes) for rank, codes in found.rank_sources.items()}
-        reader.samples_from = set(found.samples_from)
-        reader._take_problems(found.problems)
         reader._streaming = True
         reader.cache_state = "resumed"
         return reader
