@@ -118,7 +118,7 @@ class StepState:
         attempt = df["attempt"].astype(np.int64, copy=False)
         step, samples, dt, loss = (df.floats(name) for name in ("step", "samples", "dt", "loss"))
         if "src" in df:
-            self.sources.update(_source_names(df["src"]))
+            self.sources.update(metrics.steps_sources(df, STEP_SOURCES))
         known_loss = np.flatnonzero(np.isfinite(loss))
         if len(known_loss):
             self.last_loss = float(loss[known_loss[-1]])
@@ -215,12 +215,3 @@ class StepState:
             if keep.any():
                 out[rank] = {k: mine.cols[k][keep] for k in ("t", "step", "step_time")}
         return out
-
-
-
-def _source_names(src: np.ndarray) -> set[str]:
-    """The sources named in a `src` column: the reader's codes, or names (a DataFrame's)."""
-    present = np.unique(src)
-    if src.dtype.kind in "iu":
-        return {STEP_SOURCES[code] for code in present}
-    return {str(name) for name in present}
