@@ -141,7 +141,7 @@ def _columns(records: list[StepLine], taken: list[int]) -> tuple[DecodedSteps, l
                                   for name in ("t", "step", "rank", "attempt"))
         samples, loss, dt = (_floats(records, name) for name in ("samples", "loss", "dt"))
     except OverflowError:  # an integer beyond a float: let each line say so
-        return _empty(), list(taken)
+        return empty(), list(taken)
     with np.errstate(invalid="ignore"):
         ok = (_within(t, 0.0, MAX_TIME) & _within(step, 0, MAX_STEP)
               & _within(rank, 0, MAX_RANK) & _within(attempt, 0, MAX_RANK)
@@ -220,7 +220,8 @@ def _within(values: np.ndarray, low: float, high: float) -> np.ndarray:
     return np.isfinite(values) & (values >= low) & (values < high)
 
 
-def _empty() -> DecodedSteps:
+def empty() -> DecodedSteps:
+    """No step rows."""
     none = np.empty(0)
     return DecodedSteps(np.empty(0, dtype=np.int64), none, none.astype(np.int64),
                         none.astype(np.int64), none.astype(np.int64), none, none, none,

@@ -555,12 +555,13 @@ class SessionReader:
         one. A run's --samples-per-step shares the batch among the ranks seen so far, line
         by line: such sessions take the per-line path."""
         if len(lines) < bulk.MIN_BATCH or self._samples_per_step is not None:
-            return self._take_each(lines, range(len(lines)), tail, _offsets(lines, start))
-        decoded, rejected, others = bulk.decode(lines)
+            decoded, one_by_one, kept_later = bulk.empty(), list(range(len(lines))), {}
+        else:
+            decoded, rejected, others = bulk.decode(lines)
+            one_by_one = sorted(rejected + others)
+            kept_later = self._telemetry_heads(lines, others)
         first_line, added = tail.line_no, 0
-        one_by_one = sorted(rejected + others)
         offsets = _offsets(lines, start) if one_by_one else []
-        kept_later = self._telemetry_heads(lines, others)
         # In file order, as line by line: problems are reported in it, and a step line the
         # bulk decode sent back (a rank of `true`, a step of "3", a kind far into the line)
         # comes between the rows around it.
@@ -591,19 +592,6 @@ class SessionReader:
         heads, taken, _ = bulk.decode_heads(lines, which)
         return {i: h.kind for i, h in zip(taken, heads, strict=True)
                 if h.kind in BOUNDED_KINDS and 0.0 <= h.t < MAX_TIME}
-
-    def _take_each(self, lines: list[bytes], which: Iterable[int], tail: _Tail,
-                   offsets: list[int]) -> int:
-        """The lines `which` (indexes) of a piece, one by one; `offsets`: where each begins."""
-        added = 0
-        first_line = tail.line_no
-        for i in which:
-            raw = lines[i]
-            tail.line_no = first_line + i + 1
-            if raw.strip():
-                added += self._take(raw, tail, offsets[i])
-        tail.line_no = first_line + len(lines)
-        return added
 
     def _take_decoded(self, steps: bulk.DecodedSteps) -> int:
         """_take_step for a bulk of decoded step lines, column by column."""
