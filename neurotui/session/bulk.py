@@ -175,10 +175,18 @@ def _floats(records: list[StepLine], name: str) -> np.ndarray:
         return np.array(list(map(attrgetter(name), records)), dtype=float)
 
 
-def decode_heads(lines: list[bytes], which: list[int]) -> tuple[list[Head], list[int],
-                                                                 list[int]]:
+def decode_heads(lines: list[bytes], which: list[int], block: bytes | memoryview | None = None
+                 ) -> tuple[list[Head], list[int], list[int]]:
     """The kind and time of the lines `which` that are JSON objects with both (and the
-    indexes they came from), and the indexes of those that are not."""
+    indexes they came from), and the indexes of those that are not. `block`: the bytes the
+    lines were split from, if at hand (when `which` is every line, decoded as they lie)."""
+    if block is not None and len(which) == len(lines) >= MIN_BATCH // 4:
+        try:
+            heads = _HEAD_DECODER.decode_lines(block)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            heads = []
+        if len(heads) == len(lines):  # else a blank line: line by line, as below
+            return heads, which, []
     records: list[Head] = []
     taken: list[int] = []
     rejected: list[int] = []

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from neurotui.session import bulk, cache, layout
+from neurotui.session import bulk, cache, helper_decode, layout
 from neurotui.session.bulk import MAX_RANK, MAX_SAMPLES, MAX_STEP, MAX_TIME
 from neurotui.session.columns import Columns
 from neurotui.session.meta import SessionFormatError, load_meta
@@ -260,6 +260,9 @@ class SessionReader:
         self.rebuilds_cache = False
         """True for the cache keeper (keeper.py): the first poll ignores any cache, parses every
         file itself and leaves a new cache behind, even of a running or small session."""
+        self.helper_min_bytes = helper_decode.MIN_BYTES
+        """A first read of at least this many probe-file bytes has a helper process decode
+        some of them (helper_decode.py)."""
         self.cache_state = "unused"
         """'unused', 'restored', 'written' or 'restored+written' (after the first poll)."""
         self.first_read: tuple[int, int] | None = None
@@ -316,11 +319,16 @@ class SessionReader:
             tails.append(tail)
         if first:
             self.first_read = (0, sum(max(0, _size(t.path) - t.offset) for t in tails))
+        helper = self._decode_helper(tails[1:]) if first else None
         try:
-            for tail in tails:
+            for i, tail in enumerate(tails):
+                if helper is not None and i:
+                    added += self._take_pieces(tail, helper.take(i - 1))
                 added += self._read_tail(tail)
         finally:
             self.first_read = None
+            if helper is not None:
+                helper.close()
         self._keep_pending()
         # On failure keep the last good meta: it is rewritten atomically, so this is transient.
         with contextlib.suppress(SessionFormatError):
@@ -370,6 +378,30 @@ class SessionReader:
                 self.first_read = (done + complete, total)
             if read < READ_CHUNK_BYTES or not complete:
                 return added
+
+    def _decode_helper(self, step_tails: list[_Tail]) -> helper_decode.HelperDecode | None:
+        """A second process decoding the step files (`step_tails`: probe files) of a long
+        first read beside this one (helper_decode.py); None where it would not pay."""
+        if self.rebuilds_cache or self._samples_per_step is not None or len(step_tails) < 2:
+            return None  # the keeper works in the background: one core is its share
+        if sum(max(0, _size(t.path) - t.offset) for t in step_tails) < self.helper_min_bytes:
+            return None
+        return helper_decode.HelperDecode([(t.path, t.offset) for t in step_tails],
+                                          READ_CHUNK_BYTES)
+
+    def _take_pieces(self, tail: _Tail, pieces: list[helper_decode.DecodedPiece] | None) -> int:
+        """Take the pieces of `tail` the helper decoded, as _read_tail would have."""
+        added = 0
+        for piece in pieces or ():
+            if piece.start != tail.offset:  # not where this file stands: read it here
+                break
+            tail.offset, tail.pending = piece.start + piece.complete, piece.rest
+            tail.line_no += piece.lines
+            added += self._take_decoded(piece.steps)
+            if self.first_read is not None:
+                done, total = self.first_read
+                self.first_read = (done + piece.complete, total)
+        return added
 
     def _bytes_taken(self) -> int:
         return sum(tail.taken for tail in self._tails.values())
@@ -538,58 +570,96 @@ class SessionReader:
         """Take the first `complete` bytes of `chunk` (complete lines) read from byte `start`.
         A probe file's piece is step lines only: decoded whole, it needs no bytes object per
         line (a piece that does not start with a step line is not tried whole)."""
+        block = memoryview(chunk)[:complete]
         if self._samples_per_step is None and bulk.starts_with_a_step(chunk):
             count = chunk.count(b"\n", 0, complete)
-            whole = bulk.decode_block(memoryview(chunk)[:complete], count) \
-                if count >= bulk.MIN_BLOCK else None
+            whole = bulk.decode_block(block, count) if count >= bulk.MIN_BLOCK else None
             if whole is not None:
                 tail.line_no += count
                 return self._take_decoded(whole)
         lines = chunk.split(b"\n")
         lines.pop()  # after the last newline: a partial line, or nothing
-        return self._take_lines(lines, tail, start)
+        return self._take_lines(lines, tail, start, block)
 
-    def _take_lines(self, lines: list[bytes], tail: _Tail, start: int) -> int:
-        """Take a piece of lines starting at byte `start`: its step lines decoded in bulk
-        (bulk.py), the rest, and any step line the bulk decode would not take, one by
-        one. A run's --samples-per-step shares the batch among the ranks seen so far, line
-        by line: such sessions take the per-line path."""
+    def _take_lines(self, lines: list[bytes], tail: _Tail, start: int,
+                    block: memoryview | None = None) -> int:
+        """Take a piece of lines starting at byte `start` (`block`: the same, as the bytes
+        they were split from): its step lines decoded in bulk (bulk.py), its telemetry
+        lines kept as lines, column-wise, and the rest (with any step line the bulk decode
+        would not take) one by one. A run's --samples-per-step shares the batch among the
+        ranks seen so far, line by line: such sessions take the per-line path."""
         if len(lines) < bulk.MIN_BATCH or self._samples_per_step is not None:
-            decoded, one_by_one, kept_later = bulk.empty(), list(range(len(lines))), {}
+            decoded, one_by_one, telemetry = bulk.empty(), list(range(len(lines))), {}
         else:
             decoded, rejected, others = bulk.decode(lines)
             one_by_one = sorted(rejected + others)
-            kept_later = self._telemetry_heads(lines, others)
-        first_line, added = tail.line_no, 0
-        offsets = _offsets(lines, start) if one_by_one else []
+            telemetry = self._telemetry_heads(lines, others, block)
+        first_line, added = tail.line_no, len(telemetry)
+        rest = [i for i in one_by_one if i not in telemetry] if telemetry else one_by_one
+        offsets = _offsets(lines, start) if rest or (telemetry and self.use_cache) else None
+        indexed: dict[int, str] = {}  # line -> kind, of the lines taken one by one
+        bounded: dict[int, tuple[str, dict[str, Any]]] = {}
         # In file order, as line by line: problems are reported in it, and a step line the
         # bulk decode sent back (a rank of `true`, a step of "3", a kind far into the line)
         # comes between the rows around it.
-        for i in one_by_one:
-            kind = kept_later.get(i)
-            if kind is not None:  # telemetry: its line is parsed if it is among the last
-                self._pending_of(kind).append(lines[i])
-                self._index_event(kind, tail, offsets[i], len(lines[i]))
-                added += 1
-                continue
+        for i in rest:
             if len(decoded.line) and decoded.line[0] < i:  # this line may be a step too
                 earlier, decoded = decoded.before(i)
                 added += self._take_decoded(earlier)
             raw = lines[i]
             tail.line_no = first_line + i + 1
             if raw.strip():
-                added += self._take(raw, tail, offsets[i])
+                took, kind, record = self._take(raw, tail)
+                added += took
+                if kind is not None:
+                    indexed[i] = kind
+                    if record is not None:
+                        bounded[i] = (kind, record)
         added += self._take_decoded(decoded)
         tail.line_no = first_line + len(lines)
+        self._keep_bounded(lines, telemetry, bounded)
+        if self.use_cache and offsets is not None and (telemetry or indexed):
+            self._index_lines(lines, offsets, {**telemetry, **indexed}, tail)
         return added
 
+    def _keep_bounded(self, lines: list[bytes], telemetry: dict[int, str],
+                      records: dict[int, tuple[str, dict[str, Any]]]) -> None:
+        """The telemetry lines of a piece (parsed only if among the last kept) and the records
+        of bounded kinds taken one by one, to each kind's pending, in file order."""
+        by_kind: dict[str, list[int]] = {}
+        for i, kind in telemetry.items():  # in file order (decode_heads keeps it)
+            by_kind.setdefault(kind, []).append(i)
+        for kind in {kind for kind, _ in records.values()}:
+            by_kind[kind] = sorted([*by_kind.get(kind, ()),
+                                    *(i for i, (k, _) in records.items() if k == kind)])
+        for kind, which in by_kind.items():
+            pending = self._pending_of(kind)
+            if pending.maxlen is not None:
+                which = which[-pending.maxlen:] if pending.maxlen else []
+            pending.extend(records[i][1] if i in records else lines[i] for i in which)
+
+    def _index_lines(self, lines: list[bytes], offsets: np.ndarray, kinds: dict[int, str],
+                     tail: _Tail) -> None:
+        """The event index of a piece's non-step events (`kinds`: line -> kind), in file
+        order, as columns."""
+        which = np.fromiter(sorted(kinds), np.int64, len(kinds))
+        codes = np.fromiter((_KIND_CODE[kinds[i]] for i in which.tolist()), np.int8,
+                            len(which))
+        lengths = np.fromiter((len(lines[i]) for i in which.tolist()), np.int32, len(which))
+        index = self._index
+        index.stream.frombytes(np.full(len(which), tail.sid, dtype=np.int16).tobytes())
+        index.offset.frombytes(offsets[which].astype(np.int64).tobytes())
+        index.length.frombytes(lengths.tobytes())
+        index.kind.frombytes(codes.tobytes())
+
     @staticmethod
-    def _telemetry_heads(lines: list[bytes], which: list[int]) -> dict[int, str]:
+    def _telemetry_heads(lines: list[bytes], which: list[int],
+                         block: memoryview | None = None) -> dict[int, str]:
         """Of the lines `which`, those that are well-formed records of a bounded kind with a
-        time in range, and their kind: they need not be parsed whole now."""
+        time in range, and their kind, in file order: they need not be parsed whole now."""
         if len(which) < bulk.MIN_BATCH // 4:
             return {}
-        heads, taken, _ = bulk.decode_heads(lines, which)
+        heads, taken, _ = bulk.decode_heads(lines, which, block)
         return {i: h.kind for i, h in zip(taken, heads, strict=True)
                 if h.kind in BOUNDED_KINDS and 0.0 <= h.t < MAX_TIME}
 
@@ -640,33 +710,33 @@ class SessionReader:
                                     [steps.phases[i] for i in with_phases])
         return len(kept)
 
-    def _take(self, raw: bytes, tail: _Tail, start: int) -> int:
+    def _take(self, raw: bytes, tail: _Tail) -> tuple[int, str | None, dict[str, Any] | None]:
+        """One line: (records added, the kind to index it as, and its record if of a bounded
+        kind: the caller keeps those in file order with the telemetry lines around it)."""
         try:
             record = json.loads(raw)
         except ValueError:
             self._bad(tail, "not JSON")
-            return 0
+            return 0, None, None
         if not isinstance(record, dict):
             self._bad(tail, "not an object")
-            return 0
+            return 0, None, None
         kind, t = record.get("kind"), record.get("t")
         if not isinstance(kind, str) or not isinstance(t, (int, float)):
             self._bad(tail, "no kind/t")
-            return 0
+            return 0, None, None
         if not _in_range(t, 0.0, MAX_TIME):
             self._bad(tail, f"time {_short(t)} out of range")
-            return 0
+            return 0, None, None
         if kind not in KNOWN_KINDS:
             self.problems.unknown_kinds[kind] += 1
-            return 0
+            return 0, None, None
         if kind == "step":
-            return self._take_step(record, tail)
+            return self._take_step(record, tail), None, None
         if kind in BOUNDED_KINDS:
-            self._pending_of(kind).append(record)
-        else:
-            self.events.setdefault(kind, []).append(record)
-        self._index_event(kind, tail, start, len(raw))
-        return 1
+            return 1, kind, record
+        self.events.setdefault(kind, []).append(record)
+        return 1, kind, None
 
     def _pending_of(self, kind: str) -> deque[dict[str, Any] | bytes]:
         """The bounded kind's records (or lines, parsed when the poll ends) read this poll:
@@ -675,14 +745,6 @@ class SessionReader:
         if pending is None:
             pending = self._pending[kind] = deque(maxlen=self.telemetry_history)
         return pending
-
-    def _index_event(self, kind: str, tail: _Tail, start: int, length: int) -> None:
-        if self.use_cache:
-            index = self._index
-            index.stream.append(tail.sid)
-            index.offset.append(start)
-            index.length.append(length)
-            index.kind.append(_KIND_CODE[kind])
 
     def _keep_pending(self) -> None:
         """The bounded kinds' records of this poll into `events` (their lines parsed now)."""
@@ -925,9 +987,10 @@ def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]) -> C
     return chunk.with_column("loss", loss)
 
 
-def _offsets(lines: list[bytes], start: int) -> list[int]:
+def _offsets(lines: list[bytes], start: int) -> np.ndarray:
     """Where each line of a piece beginning at byte `start` begins."""
-    return list(itertools.accumulate((len(raw) + 1 for raw in lines), initial=start))
+    ends = np.cumsum(np.fromiter(map(len, lines), np.int64, len(lines)) + 1)
+    return np.concatenate(([start], start + ends[:-1])) if len(lines) else ends
 
 
 def _size(path: Path) -> int:

@@ -1,0 +1,174 @@
+"""A long session's probe files decoded in a second process while the reader reads the rest.
+
+A cold open of a day of a 32-rank run is mostly decoding the ranks' probe files (bulk.py):
+one core's work, with the other idle. The reader starts this module as a helper process
+(`python -m neurotui.session.helper_decode`, a fresh interpreter: no fork of a threaded
+dashboard, and none of the caller's modules imported again), hands it the files, and goes on
+with events.jsonl and the first probe files itself. The helper takes files from the last one
+backwards, the reader from the first one forwards; each claims a file before decoding it (an
+exclusively created file in a private folder), so they meet where their speeds say, and every
+file is decoded once. The helper sends each file's decoded pieces back (pickled, on its
+stdout); the reader takes them in file order, so what it builds is the same as reading every
+file itself.
+
+Anything wrong with the helper (it cannot start, dies, sends garbage) costs only time: the
+reader reads the files the helper did not deliver itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from neurotui.session import bulk
+from neurotui.session.tailing import read_new_block
+
+MIN_BYTES = 64 << 20
+"""Probe bytes to read from which a helper pays: starting one costs about 0.2 s of CPU (a new
+interpreter importing numpy and msgspec), decoding 64 MiB about 0.3 s."""
+
+
+@dataclass
+class DecodedPiece:
+    """One piece of a file as the reader's loop reads it (read_new_block), decoded whole."""
+
+    start: int
+    complete: int
+    """Bytes of complete lines from `start`."""
+    size: int
+    """Bytes read (`complete` and a partial last line, if any)."""
+    lines: int
+    steps: bulk.DecodedSteps
+    rest: bytes
+    """The partial last line read after `complete` (the file's end, still being written)."""
+
+
+def decode_file(path: Path, offset: int, piece_bytes: int) -> list[DecodedPiece]:
+    """The pieces of `path` from `offset` on that decode whole as step lines, in order, up to
+    the first that does not (read by the reader itself, line by line) or the file's end."""
+    pieces: list[DecodedPiece] = []
+    while True:
+        try:
+            chunk, complete = read_new_block(path, offset, piece_bytes)
+        except OSError:  # the reader meets the same error, and reports it
+            return pieces
+        if not bulk.starts_with_a_step(chunk):
+            return pieces
+        count = chunk.count(b"\n", 0, complete)
+        steps = bulk.decode_block(memoryview(chunk)[:complete], count) \
+            if count >= bulk.MIN_BLOCK else None
+        if steps is None:
+            return pieces
+        pieces.append(DecodedPiece(offset, complete, len(chunk), count, steps,
+                                   chunk[complete:]))
+        offset += complete
+        if len(chunk) < piece_bytes or not complete:
+            return pieces
+
+
+def _claim(folder: Path, index: int) -> bool:
+    """Whether this process is the first to claim file `index`."""
+    try:
+        os.close(os.open(folder / str(index), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        return False
+
+
+class HelperDecode:
+    """The reader's side: `take(i)` says whether file `i` is the reader's to read (None) or
+    hands over the helper's pieces of it. Files must be asked for in order."""
+
+    def __init__(self, files: list[tuple[Path, int]], piece_bytes: int) -> None:
+        shm = Path("/dev/shm")  # the pieces pass through memory where there is such a place
+        self._folder = Path(tempfile.mkdtemp(prefix="neurotui-decode-",
+                                             dir=shm if shm.is_dir() else None))
+        self._done: set[int] = set()
+        self._proc: subprocess.Popen[bytes] | None = None
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "neurotui.session.helper_decode", str(self._folder)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": _package_root()})
+            assert self._proc.stdin is not None
+            pickle.dump(([(str(p), o) for p, o in files], piece_bytes), self._proc.stdin)
+            self._proc.stdin.close()
+        except (OSError, pickle.PicklingError, ValueError):
+            self.close()  # no helper: the reader reads every file
+
+    def take(self, index: int) -> list[DecodedPiece] | None:
+        """None: file `index` is the reader's (claimed now, or no helper). Otherwise the
+        helper's pieces of it (empty when it died first: the reader reads it after all)."""
+        if self._proc is None or _claim(self._folder, index):
+            return None
+        # The helper says each file it is done with on its stdout (a line: its number); the
+        # pieces are in a file of their own, so a busy reader never holds the helper up.
+        while index not in self._done:
+            try:
+                said = self._proc.stdout.readline() if self._proc.stdout else b""
+                self._done.add(int(said))
+            except (OSError, ValueError):  # gone (b"" at its end), or not ours
+                self.close()
+                return []
+        try:
+            pieces = pickle.loads((self._folder / f"{index}.pieces").read_bytes())
+        except Exception:
+            return []
+        return pieces if isinstance(pieces, list) else []
+
+    def close(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.kill()
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                self._proc.wait(timeout=5)
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._proc = None
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _package_root() -> str:
+    """Where this package is imported from, first on the helper's path (a checkout run
+    without installing it finds itself)."""
+    root = str(Path(__file__).resolve().parents[2])
+    inherited = os.environ.get("PYTHONPATH")
+    return root if not inherited else f"{root}{os.pathsep}{inherited}"
+
+
+def _serve(folder: Path, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    files, piece_bytes = pickle.load(stdin)
+    for index in reversed(range(len(files))):
+        if not _claim(folder, index):
+            return  # the reader got here first: the rest are its too
+        path, offset = files[index]
+        pieces = decode_file(Path(path), offset, piece_bytes)
+        (folder / f"{index}.pieces").write_bytes(
+            pickle.dumps(pieces, protocol=pickle.HIGHEST_PROTOCOL))
+        stdout.write(b"%d\n" % index)
+        stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        _serve(Path(args[0]), sys.stdin.buffer, sys.stdout.buffer)
+    return 0
+
+
+if __name__ == "__main__":
+    # Run from this module's own name, not __main__: the pieces it pickles name their class
+    # as the reader imports it.
+    from neurotui.session import helper_decode
+
+    sys.exit(helper_decode.main())
