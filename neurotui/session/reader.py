@@ -65,6 +65,9 @@ _MAX_BAD_LOCATIONS = 5
 # Codes of the non-step kinds in the event index (what the cache keeps of them).
 _INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
 _KIND_CODE = {kind: code for code, kind in enumerate(_INDEXED_KINDS)}
+BATCH_PIECE_BYTES = 1 << 20
+"""Short pieces of step lines (a refresh's few lines per probe file) are decoded together up
+to this many bytes at once."""
 READ_CHUNK_BYTES = 4 << 20
 """Most bytes read from a file at once: a first read of a long run's file would otherwise hold
 the whole file twice (bytes and lines), hundreds of MB, at its peak."""
@@ -88,6 +91,16 @@ class _Tail:
     def taken(self) -> int:
         """Bytes of complete lines taken: where a re-read would resume."""
         return self.offset
+
+
+@dataclass
+class _Piece:
+    """Bytes read from a stream, waiting to be taken: `complete` of them are whole lines."""
+
+    tail: _Tail
+    chunk: bytes
+    complete: int
+    start: int
 
 
 @dataclass
@@ -320,11 +333,14 @@ class SessionReader:
         if first:
             self.first_read = (0, sum(max(0, _size(t.path) - t.offset) for t in tails))
         helper = self._decode_helper(tails[1:]) if first else None
+        batch: list[_Piece] = []
         try:
             for i, tail in enumerate(tails):
                 if helper is not None and i:
+                    added += self._take_batch(batch)  # first: rows are taken in file order
                     added += self._take_pieces(tail, helper.take(i - 1))
-                added += self._read_tail(tail)
+                added += self._read_tail(tail, batch)
+            added += self._take_batch(batch)
         finally:
             self.first_read = None
             if helper is not None:
@@ -357,8 +373,10 @@ class SessionReader:
         yield from (p for _, p in sorted(layout.probe_files(self.dir).items()))
         yield from (p for _, p in sorted(layout.probe_files(self.dir, auto=True).items()))
 
-    def _read_tail(self, tail: _Tail) -> int:
-        """Take the complete lines appended to one stream; a partial last line waits."""
+    def _read_tail(self, tail: _Tail, batch: list[_Piece]) -> int:
+        """Take the complete lines appended to one stream; a partial last line waits. A short
+        last piece of step lines waits in `batch`, to be decoded with those of other files
+        (_take_batch): a follower's refresh finds a few lines in each of dozens of files."""
         added = 0
         while True:  # in pieces of READ_CHUNK_BYTES: see there
             start = tail.offset
@@ -370,14 +388,37 @@ class SessionReader:
                 self._bad(tail, f"{exc}")
                 return added
             tail.offset, tail.pending = start + complete, chunk[complete:]
-            added += self._take_block(chunk, complete, tail, start)
             read = len(chunk)
+            if read < min(READ_CHUNK_BYTES, BATCH_PIECE_BYTES) and complete \
+                    and self._samples_per_step is None \
+                    and bulk.starts_with_a_step(chunk):
+                batch.append(_Piece(tail, chunk, complete, start))
+                if sum(len(p.chunk) for p in batch) >= BATCH_PIECE_BYTES:
+                    added += self._take_batch(batch)
+            else:
+                added += self._take_batch(batch)  # first: rows are taken in file order
+                added += self._take_block(chunk, complete, tail, start)
             del chunk  # free this piece before reading the next
             if self.first_read is not None:
                 done, total = self.first_read
                 self.first_read = (done + complete, total)
             if read < READ_CHUNK_BYTES or not complete:
                 return added
+
+    def _take_batch(self, batch: list[_Piece]) -> int:
+        """Take the pieces waiting in `batch` (and empty it): decoded as one block when they
+        all are well-formed step lines, else each on its own."""
+        pieces = batch[:]
+        batch.clear()
+        if len(pieces) > 1:
+            counts = [p.chunk.count(b"\n", 0, p.complete) for p in pieces]
+            whole = bulk.decode_block(b"".join(memoryview(p.chunk)[:p.complete] for p in pieces),
+                                      sum(counts)) if sum(counts) >= bulk.MIN_BLOCK else None
+            if whole is not None:
+                for piece, count in zip(pieces, counts, strict=True):
+                    piece.tail.line_no += count
+                return self._take_decoded(whole)
+        return sum(self._take_block(p.chunk, p.complete, p.tail, p.start) for p in pieces)
 
     def _decode_helper(self, step_tails: list[_Tail]) -> helper_decode.HelperDecode | None:
         """A second process decoding the step files (`step_tails`: probe files) of a long

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+
+_LONG_LINE_STEP = 1 << 20
+"""A line longer than a whole piece is read to its end this many bytes at a time."""
 
 
 def read_new_lines(path: Path, offset: int, pending: bytes,
@@ -33,13 +37,27 @@ def read_new_block(path: Path, offset: int, max_bytes: int = -1) -> tuple[bytes,
     line is longer: that one is read whole.
     Raises OSError (FileNotFoundError when the file is not there yet).
     """
-    with open(path, "rb") as f:
-        f.seek(offset)
-        chunk = f.read(max_bytes)
+    # os-level calls, sized by fstat: a follower reads dozens of files every refresh, mostly
+    # a few KB each, where a buffered file object costs more than the read.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size - offset
+        want = size if max_bytes < 0 else min(size, max_bytes)
+        chunk = os.pread(fd, want, offset) if want > 0 else b""
         complete = chunk.rfind(b"\n") + 1
-        if not complete and len(chunk) == max_bytes > 0:
-            chunk += f.readline()  # a line longer than a piece: to its end
+        if not complete and len(chunk) == max_bytes > 0:  # a line longer than a piece
+            parts = [chunk]
+            read = len(chunk)
+            while more := os.pread(fd, _LONG_LINE_STEP, offset + read):
+                newline = more.find(b"\n")
+                parts.append(more if newline < 0 else more[:newline + 1])
+                read += len(parts[-1])
+                if newline >= 0:
+                    break
+            chunk = b"".join(parts)
             complete = chunk.rfind(b"\n") + 1
+    finally:
+        os.close(fd)
     return chunk, complete
 
 

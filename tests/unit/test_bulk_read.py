@@ -155,3 +155,43 @@ def test_bulk_decode_sends_back_what_it_does_not_take() -> None:
     assert decoded.line.tolist() == [0, 3] and rejected == [1, 2, 4, 5, 7] and others == [6]
     assert decoded.rank.tolist() == [2, 2] and decoded.step.dtype == np.int64
     assert decoded.phases[0] == {"data": 0.5} and math.isnan(decoded.samples[0])
+
+
+def test_a_follower_s_short_pieces_of_many_files_read_the_same_decoded_together(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refresh finds a few lines in each probe file: decoded as one block (a garbage line
+    in one file sends that refresh's pieces back one by one), as line by line."""
+    session = make_session(tmp_path)
+    readers = []
+    for in_bulk in (True, False):
+        with monkeypatch.context() as m:
+            if not in_bulk:
+                m.setattr(bulk, "MIN_BATCH", 10**9)
+                m.setattr(bulk, "MIN_BLOCK", 10**9)
+            readers.append(SessionReader(session, telemetry_history=5, use_cache=False))
+    decoded: list[int] = []
+    block = bulk.decode_block
+    monkeypatch.setattr(bulk, "decode_block", lambda data, lines: (
+        decoded.append(lines), block(data, lines))[1])
+    for poll in range(4):
+        for rank in range(6):
+            lines = [_line({"t": 1000.0 + poll + rank * 0.01 + i * 0.1, "kind": "step",
+                            "rank": rank, "step": poll * 5 + i + 1, "samples": 16,
+                            "loss": 1.0, "dt": 0.1, "src": "probe", "attempt": 0}, rank % 2 == 0)
+                     for i in range(5)]
+            if poll == 2 and rank == 4:
+                lines.insert(2, "not json")
+            _write(layout.probe_path(session, rank), lines)
+        for reader, in_bulk in zip(readers, (True, False), strict=True):
+            with monkeypatch.context() as m:
+                if not in_bulk:
+                    m.setattr(bulk, "MIN_BATCH", 10**9)
+                    m.setattr(bulk, "MIN_BLOCK", 10**9)
+                reader.poll()
+    assert 30 in decoded  # a refresh's 6 x 5 lines in one block
+    a, b = readers[0].step_columns(), readers[1].step_columns()
+    assert len(a) == len(b) == 4 * 6 * 5
+    for name in a.columns:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert readers[0].problems.locations == readers[1].problems.locations == [
+        "probe/rank-4.jsonl:13 (not JSON)"]
