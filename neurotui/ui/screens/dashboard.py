@@ -14,6 +14,7 @@ from neurotui.ui.widgets.alerts import AlertsPanel
 from neurotui.ui.widgets.header import SessionHeader
 from neurotui.ui.widgets.host import HostPanel
 from neurotui.ui.widgets.logs import LogPanel
+from neurotui.ui.widgets.panel import Panel
 from neurotui.ui.widgets.processes import ProcessesPanel
 from neurotui.ui.widgets.throughput import ThroughputPanel
 
@@ -55,5 +56,7 @@ class DashboardScreen(Screen[None]):
 
     def redraw(self) -> None:
         """Repaint every panel (a display setting changed, not the data)."""
-        for panel in self.query("SessionHeader, Panel"):
-            panel.refresh()
+        for panel in self.query(Panel):
+            panel.retitle()
+        for widget in self.query("SessionHeader, Panel"):
+            widget.refresh()

@@ -16,12 +16,15 @@ from neurotui.ui.widgets.wrap import wrapped
 class AcceleratorPanel(Panel):
     TITLE = "Accelerator"
 
+    def title(self, s: AcceleratorState) -> str:
+        if s.kind is None or not s.cores:
+            return self.TITLE
+        unit = "NeuronCore" if s.kind == "neuron" else "GPU"
+        return f"{self.TITLE}: {len(s.cores)} {unit}{'s' if len(s.cores) > 1 else ''}"
+
     def lines(self, s: AcceleratorState, width: int, height: int) -> list[Line]:
         if s.kind is None or not s.cores:
-            self.border_title = "Accelerator"
             return wrapped(s.note or "no accelerator telemetry", width, WARN, 9)
-        unit = "NeuronCore" if s.kind == "neuron" else "GPU"
-        self.border_title = f"Accelerator: {len(s.cores)} {unit}{'s' if len(s.cores) > 1 else ''}"
         utils = [c.util for c in s.cores]
         known = [u for u in utils if u is not None]
         mem = [c.mem_used for c in s.cores if c.mem_used is not None]

@@ -16,9 +16,11 @@ class AlertsPanel(Panel):
 
     def show(self, state: tuple[tuple[Alert, ...], str | None]) -> None:
         super().show(state)
+        self.set_class(bool(state[0]), "-active")
+
+    def title(self, state: tuple[tuple[Alert, ...], str | None]) -> str:
         alerts, _ = state
-        self.border_title = f"Alerts: {len(alerts)}" if alerts else "Alerts"
-        self.set_class(bool(alerts), "-active")
+        return f"{self.TITLE}: {len(alerts)}" if alerts else self.TITLE
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Height is "auto" (capped in CSS): as many lines as the full text needs.

@@ -19,10 +19,12 @@ PINNED = 90.0
 class HostPanel(Panel):
     TITLE = "Host"
 
+    def title(self, s: HostState) -> str:
+        return f"{self.TITLE}: {len(s.cpu)} CPUs" if s.cpu else self.TITLE
+
     def lines(self, s: HostState, width: int, height: int) -> list[Line]:
         if not s.cpu:
             return wrapped(s.note or "no host telemetry", width, MUTED, 9)
-        self.border_title = f"Host: {len(s.cpu)} CPUs"
         mean = sum(s.cpu) / len(s.cpu)
         pinned = sum(1 for c in s.cpu if c >= PINNED)
         load = " ".join(f"{x:.1f}" for x in s.load) if s.load else fmt.MISSING

@@ -73,7 +73,19 @@ class Panel(Widget, can_focus=True):
     def show(self, state: Any) -> None:
         if state != self.state:
             self.state = state
+            self.retitle()
             self.refresh()
+
+    def retitle(self) -> None:
+        """Set the border's title for the state shown (a display setting may change it)."""
+        title = self.TITLE if self.state is None else self.title(self.state)
+        if title != self.border_title:  # (each assignment repaints the widget)
+            self.border_title = title
+
+    def title(self, state: Any) -> str:
+        """The border's title for `state` (set with the state, never while rendering: a
+        title set then would have the panel render twice)."""
+        return self.TITLE
 
     @property
     def ascii_mode(self) -> bool:

@@ -15,13 +15,15 @@ ROLE_STYLES = {"launcher": MUTED, "rank": "$text-accent", "worker": "", "compile
 class ProcessesPanel(Panel):
     TITLE = "Processes"
 
+    def title(self, s: ProcsState) -> str:
+        if not s.rows:
+            return self.TITLE
+        return (f"{self.TITLE}: {len(s.rows)}, {fmt.percent(s.total_cpu)} CPU, "
+                f"{fmt.size(s.total_rss)}" + (" (last sample, job ended)" if s.ended else ""))
+
     def lines(self, s: ProcsState, width: int, height: int) -> list[Line]:
         if not s.rows:
-            self.border_title = "Processes"
             return wrapped(s.note or "no process sample", width, MUTED, 9)
-        self.border_title = (f"Processes: {len(s.rows)}, {fmt.percent(s.total_cpu)} CPU, "
-                             f"{fmt.size(s.total_rss)}"
-                             + (" (last sample, job ended)" if s.ended else ""))
         wide = width >= 56
         head = f"{'PID':>7} {'CPU%':>5} {'RSS':>6} " + (f"{'ROLE':<8} " if wide else "") + "NAME"
         out: list[Line] = [(10, Content.styled(head, f"bold {LABEL}"))]

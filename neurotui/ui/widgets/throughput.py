@@ -16,12 +16,11 @@ from neurotui.ui.widgets.panel import ACCENT, ERROR, GOOD, LABEL, MUTED, VALUE, 
 class ThroughputPanel(Panel):
     TITLE = "Throughput"
 
-    def show(self, state: ThroughputState) -> None:
-        super().show(state)
+    def title(self, state: ThroughputState) -> str:
         # Every figure says its source: the steps' origin in the panel's title.
         separator = " - " if self.ascii_mode else " · "
-        self.border_title = (f"{self.TITLE}{separator}steps from {state.source}"
-                             if state.source else self.TITLE)
+        return f"{self.TITLE}{separator}steps from {state.source}" if state.source else \
+            self.TITLE
 
     def lines(self, s: ThroughputState, width: int, height: int) -> list[Line]:
         steady = s.steady
