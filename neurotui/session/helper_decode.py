@@ -2,14 +2,14 @@
 
 A cold open of a day of a 32-rank run is mostly decoding the ranks' probe files (bulk.py):
 one core's work, with the other idle. The reader starts this module as a helper process
-(`python -m neurotui.session.helper_decode`, a fresh interpreter: no fork of a threaded
-dashboard, and none of the caller's modules imported again), hands it the files, and goes on
-with events.jsonl and the first probe files itself. The helper takes files from the last one
-backwards, the reader from the first one forwards; each claims a file before decoding it (an
-exclusively created file in a private folder), so they meet where their speeds say, and every
-file is decoded once. The helper sends each file's decoded pieces back (pickled, on its
-stdout); the reader takes them in file order, so what it builds is the same as reading every
-file itself.
+(a fresh interpreter, niced: no fork of a threaded dashboard, and none of the caller's
+modules imported again), hands it the files, and goes on with events.jsonl and the first
+probe files itself. The helper takes files from the last one backwards, the reader from the
+first one forwards; each claims a file before decoding it (an exclusively created file in a
+private folder), so they meet where their speeds say, and every file is decoded once. The
+helper leaves each file's decoded pieces in that folder (pickled; in memory where /dev/shm
+is) and says the file's number on its stdout; the reader takes them in file order, so what
+it builds is the same as reading every file itself.
 
 Anything wrong with the helper (it cannot start, dies, sends garbage) costs only time: the
 reader reads the files the helper did not deliver itself.
@@ -74,6 +74,13 @@ def decode_file(path: Path, offset: int, piece_bytes: int) -> list[DecodedPiece]
             return pieces
 
 
+_HELPER_MAIN = ("import os, sys; os.nice(5); from neurotui.session import helper_decode; "
+                "sys.exit(helper_decode.main())")
+"""The helper's program: niced before its imports, so that a dashboard drawing its first frame
+beside it keeps the CPU it needs; run from this module's own name, so that the pieces it
+pickles name their class as the reader imports it."""
+
+
 def _claim(folder: Path, index: int) -> bool:
     """Whether this process is the first to claim file `index`."""
     try:
@@ -95,7 +102,7 @@ class HelperDecode:
         self._proc: subprocess.Popen[bytes] | None = None
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "neurotui.session.helper_decode", str(self._folder)],
+                [sys.executable, "-c", _HELPER_MAIN, str(self._folder)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONPATH": _package_root()})
             assert self._proc.stdin is not None
@@ -166,9 +173,3 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    # Run from this module's own name, not __main__: the pieces it pickles name their class
-    # as the reader imports it.
-    from neurotui.session import helper_decode
-
-    sys.exit(helper_decode.main())
