@@ -36,6 +36,12 @@ def assert_same_reads(session: Path, monkeypatch: pytest.MonkeyPatch,
     samples) and the event index: the same in bulk as line by line."""
     in_bulk = _read(session, True, monkeypatch, history)
     each = _read(session, False, monkeypatch, history)
+    assert_readers_agree(in_bulk, each)
+    return in_bulk
+
+
+def assert_readers_agree(in_bulk: SessionReader, each: SessionReader) -> None:
+    """What two readers of one session took is the same, to the event index."""
     a, b = in_bulk.step_columns(), each.step_columns()
     assert a.columns == b.columns and len(a) == len(b)
     for name in a.columns:
@@ -52,7 +58,6 @@ def assert_same_reads(session: Path, monkeypatch: pytest.MonkeyPatch,
     ia, ib = in_bulk._index.columns(), each._index.columns()
     for name in ia.columns:
         np.testing.assert_array_equal(ia[name], ib[name], err_msg=name)
-    return in_bulk
 
 
 def _line(record: dict[str, Any], spaced: bool) -> str:
