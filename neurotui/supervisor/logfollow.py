@@ -42,10 +42,16 @@ BUSY_CHANGES_PER_S = 50
 BATCH_MIN_S, BATCH_MAX_S = 0.02, 0.1
 """While the logs change more than BUSY_CHANGES_PER_S times a second (32 ranks printing 10
 lines a second each), they are read in batches rather than at each change: a wakeup per line
-would cost the supervisor several % of a core. A batch waits half the time between two changes
-of the busiest log (within BATCH_MIN_S..BATCH_MAX_S), so it rarely holds two lines of one log,
-and its lines are stamped with their log's modification time (when the kernel saw the write:
-within its timestamp granularity, a few ms at most). meta.json's `log_timing` says so."""
+would cost the supervisor several % of a core. A batch waits a share of the time between two
+changes of the busiest log (within BATCH_MIN_S..BATCH_MAX_S), so it rarely holds two lines of
+one log, and its lines are stamped with their log's modification time (when the kernel saw the
+write: within its timestamp granularity, a few ms at most). meta.json's `log_timing` says so,
+and how many lines came second to a read of their log (stamped with the later line's time)."""
+BATCH_SHARE_MIN, BATCH_SHARE_MAX = 0.3, 0.9
+SHARED_LINES_MAX = 0.01
+"""The share starts at BATCH_SHARE_MAX (the fewest wakeups: steps of a steady length never come
+two to a batch) and shrinks by a third after a second in which more than SHARED_LINES_MAX of
+the lines read came two or more to a read of their log (uneven steps); it grows back slowly."""
 REDISCOVER_S = 5.0
 """With inotify, new logs are found when a watched folder says something was created in it,
 and by a look at every folder this often in any case; without it, at every poll."""
@@ -290,6 +296,11 @@ class LogFollower:
     _busy: bool = False
     _batch_s: float = BATCH_MIN_S
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
+    _batch_share: float = BATCH_SHARE_MAX
+    _batch_lines: int = 0  # lines read in batches, in the second being counted
+    _shared_now: int = 0  # of those, lines that came after another of their log in one read
+    shared_lines: int = 0
+    """Lines stamped with a later line's time (they came with it in one batched read)."""
     _folders: set[Path] = field(default_factory=set)  # watched for new logs (inotify)
     _folders_watched: bool = True  # False: a folder could not be watched; looked at each poll
     _discover_due: bool = True
@@ -310,12 +321,15 @@ class LogFollower:
             return {"method": "poll", "max_delay_s": POLL_S,
                     "note": "lines stamped at the next poll of the logs"}
         if self._batched:
-            return {"method": "inotify", "max_delay_s": None, "note": (
+            return {"method": "inotify", "max_delay_s": None,
+                    "shared_stamp_lines": self.shared_lines, "note": (
                 "lines stamped when read, as soon as the kernel said their log changed; while "
                 f"the logs changed more than {BUSY_CHANGES_PER_S} times a second, read in "
-                f"batches {BATCH_MIN_S * 1000:.0f} to {BATCH_MAX_S * 1000:.0f} ms apart (half "
-                "the time between two lines of the busiest log) and stamped with their log's "
-                "modification time (the kernel's timestamp granularity, a few ms at most)")}
+                f"batches {BATCH_MIN_S * 1000:.0f} to {BATCH_MAX_S * 1000:.0f} ms apart (a "
+                "share of the time between two lines of the busiest log) and stamped with "
+                "their log's modification time (the kernel's timestamp granularity, a few ms "
+                f"at most); {self.shared_lines} lines came in one read with a later line of "
+                "their log and carry its time (up to one batch late)")}
         return {"method": "inotify", "max_delay_s": None,
                 "note": "lines stamped when read, as soon as the kernel said their log changed"}
 
@@ -335,8 +349,13 @@ class LogFollower:
             self._busy = sum(counts) > BUSY_CHANGES_PER_S
             self._batched |= self._busy
             per_s = max(counts, default=0) / (now - self._counting_since)
-            self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, 0.5 / per_s)) if per_s else \
-                BATCH_MAX_S
+            if self._shared_now > SHARED_LINES_MAX * self._batch_lines:
+                self._batch_share = max(BATCH_SHARE_MIN, self._batch_share * 2 / 3)
+            else:
+                self._batch_share = min(BATCH_SHARE_MAX, self._batch_share + 0.02)
+            self._batch_lines = self._shared_now = 0
+            self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, self._batch_share / per_s)) \
+                if per_s else BATCH_MAX_S
             for followed in self._files.values():
                 followed.changes = 0
             self._counting_since = now
@@ -497,6 +516,10 @@ class LogFollower:
             # steps read every 26 ms come out 104). The kernel's modification time of the
             # log is when its last write happened (taken before reading: no later write).
             now = min(now, followed.written_at)
+            self._batch_lines += len(lines)
+            if len(lines) > 1:  # all but the last were written before `now`
+                self._shared_now += len(lines) - 1
+                self.shared_lines += len(lines) - 1
         for raw in lines:
             if followed.parsed:  # only the first line can hold positions parsed before
                 rest = raw[followed.parsed:]

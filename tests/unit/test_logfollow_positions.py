@@ -199,9 +199,26 @@ def test_a_rank_log_made_later_is_found_at_once_through_its_folder(tmp_path) -> 
     assert steps["t"].iloc[0] - written < 0.05
 
 
-def test_busy_logs_are_read_in_batches_of_half_the_busiest_logs_line_interval(tmp_path) -> None:
-    """Over 50 changes a second in all: read in batches, each half the time between two
-    lines of the busiest log, so that a batch rarely holds two lines of one log."""
+def _write_busily(follower: LogFollower, logs: list, seconds: float, lines: int) -> None:
+    """Each log gets `lines` lines (separate writes) every 0.1 s; the follower reads what
+    the kernel says changed after each round, as the supervisor's loop would."""
+    selector = _watching(follower)
+    start, step = time.time(), 0
+    while time.time() - start < seconds:
+        for _ in range(lines):
+            step += 1
+            for rank, log in enumerate(logs):
+                log.write(f"neurotui-runner step={step} rank={rank} samples=16 loss=1.0\n")
+        time.sleep(0.1)
+        while selector.select(timeout=0):
+            follower.on_change(time.time())
+
+
+def test_busy_logs_are_read_in_batches_as_long_as_they_rarely_share_a_read(tmp_path) -> None:
+    """Over 50 changes a second in all: read in batches. Steps of a steady length never come
+    two to a batch: 0.9 of the time between two lines of the busiest log. Lines that do come
+    two to a read of their log carry the later one's time; they are counted, said in
+    log_timing, and the batches shorten."""
     session, writer, follower = new_follower(tmp_path)
     root = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0"
     logs = []
@@ -209,20 +226,19 @@ def test_busy_logs_are_read_in_batches_of_half_the_busiest_logs_line_interval(tm
         (root / str(rank)).mkdir(parents=True)
         logs.append(open(root / str(rank) / "stdout.log", "a", buffering=1))  # noqa: SIM115
     follower.poll(time.time())
-    selector = _watching(follower)
     assert follower.pause_s == 0.0
-    start, step = time.time(), 0
-    while time.time() - start < 2.3:  # each log 10 lines a second: 80 changes a second
-        step += 1
-        for rank, log in enumerate(logs):
-            log.write(f"neurotui-runner step={step} rank={rank} samples=16 loss=1.0\n")
-        time.sleep(0.1)
-        while selector.select(timeout=0):
-            follower.on_change(time.time())
+    _write_busily(follower, logs, 2.3, lines=1)  # each log 10 lines a second
+    assert follower.pause_s == pytest.approx(0.09, rel=0.35)  # 0.9 / 10 changes a second
+    assert follower.shared_lines == 0
+    assert "batches 20 to 100 ms apart" in follower.timing["note"]
+    _write_busily(follower, logs, 2.3, lines=2)  # two lines a log between reads
     for log in logs:
         log.close()
-    assert follower.pause_s == pytest.approx(0.05, rel=0.35)  # 0.5 / 10 lines a second
-    assert "batches 20 to 100 ms apart" in follower.timing["note"]
+    assert follower.shared_lines >= 8 * 10  # a second line of each log at each read
+    assert follower.pause_s < 0.09 * 0.7  # shortened at least once
+    timing = follower.timing
+    assert timing["shared_stamp_lines"] == follower.shared_lines
+    assert f"{follower.shared_lines} lines came in one read with a later line" in timing["note"]
     writer.close()
 
 
