@@ -16,12 +16,12 @@ import psutil
 ProcKey = tuple[int, float]
 RESCAN_S = 1.0
 SETTLED_RESCAN_S = 5.0
-SETTLE_S = 30.0
+SETTLE_S = 10.0
 """How often `sampled` rescans the tree: each second while it changes (the launcher starting
 its ranks, DataLoader workers, a compiler) and for SETTLE_S after it last did, every
 SETTLED_RESCAN_S once it has not for that long. A scan reads every process of the host
 (/proc/PID/stat), hundreds on a big instance: most of an idle supervisor's cost when done
-every second."""
+every second (a stop or a restart rescans at once in any case)."""
 
 
 class JobTree:
