@@ -237,6 +237,7 @@ class Supervisor:
             if ended:
                 break
             if self.leaving:
+                self._guarded("reading the job's logs", self.follower.take_read)
                 return None, None, False
             self._escalate_stop(now)
             restart_asked |= self._wait_tick(min(now + TICK_S, next_logs))

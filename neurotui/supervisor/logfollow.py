@@ -160,6 +160,19 @@ class _Followed:
     def read_new(self, now: float) -> list[bytes]:
         """The complete lines appended since the last read (a partial last line waits in
         `pending`). Raises OSError (FileNotFoundError while the file is not there)."""
+        return self.split(self.read_chunk(now))
+
+    def split(self, chunk: bytes) -> list[bytes]:
+        """The complete lines `chunk` (read after what was split before) ends, the rest
+        waiting in `pending`."""
+        if not chunk:
+            return []
+        lines, self.pending = split_lines(self.pending, chunk)
+        return lines
+
+    def read_chunk(self, now: float) -> bytes:
+        """The bytes appended since the last read (copied on, for a spool file). Raises
+        OSError (FileNotFoundError while the file is not there)."""
         if self.fd is None:
             # A spool file is opened for writing too: punching holes needs it.
             self.fd = os.open(self.path, os.O_RDWR if self.copy else os.O_RDONLY)
@@ -173,15 +186,12 @@ class _Followed:
         self.offset += len(chunk)
         if self.copy is not None:
             self.copy.write(chunk, now)
-        if not chunk:
-            return []
-        if self.copy is not None and self.offset - self.freed >= spool.PUNCH_EVERY:
+        if chunk and self.copy is not None and self.offset - self.freed >= spool.PUNCH_EVERY:
             copied = self.offset - self.copy.waiting  # only what is in the session already
             upto = copied - copied % 4096  # whole pages only
             if upto > self.freed and spool.punch_hole(self.fd, self.freed, upto):
                 self.freed = upto
-        lines, self.pending = split_lines(self.pending, chunk)
-        return lines
+        return chunk
 
     def close(self) -> None:
         if self.fd is not None:
@@ -297,6 +307,8 @@ class LogFollower:
     _batch_s: float = BATCH_MIN_S
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
     _batch_share: float = BATCH_SHARE_MAX
+    _deferred: list[tuple[_Followed, bytes, float]] = field(default_factory=list)
+    """Pieces read in batches, with their stamps, to be taken at the next poll (_read)."""
     _batch_lines: int = 0  # lines read in batches, in the second being counted
     _shared_now: int = 0  # of those, lines that came after another of their log in one read
     shared_lines: int = 0
@@ -397,6 +409,7 @@ class LogFollower:
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
         self._probed_ranks.update(layout.probe_files(self.session_dir))
+        self._take_deferred()  # before anything else: lines are taken in the order read
         self._discover(now)
         for followed in self._files.values():
             # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
@@ -413,6 +426,7 @@ class LogFollower:
                 lost, since, until, error = loss
                 self.writer.write("lost", t=now, what="log", file=followed.name, bytes=lost,
                                   **{"from": since, "to": until}, error=error)
+        self._take_deferred()  # (a busy log read here, or to its end at the job's exit)
         if final:
             self._record_pending_losses(now)
         if final or now - self._marked_at >= LOG_MARK_S:
@@ -504,10 +518,15 @@ class LogFollower:
         return followed
 
     def _read(self, followed: _Followed, now: float) -> bool:
-        """Take what `followed` gained; True when there may be more (a full read)."""
+        """Take what `followed` gained; True when there may be more (a full read).
+
+        While the logs are busy (read in batches), what was read is stamped now and taken
+        (parsed, recorded) at the next poll, all of a poll's pieces in one go, in the order
+        they were read: the supervisor then wakes for a few system calls per log, not for
+        Python's whole handling of each line."""
         before = followed.offset
         try:
-            lines = followed.read_new(now)
+            chunk = followed.read_chunk(now)
         except OSError:
             return False
         if self._busy and followed.written_at is not None:
@@ -515,12 +534,32 @@ class LogFollower:
             # stamping it now would round every step time to whole batch periods (100 ms
             # steps read every 26 ms come out 104). The kernel's modification time of the
             # log is when its last write happened (taken before reading: no later write).
-            now = min(now, followed.written_at)
-            self._batch_lines += len(lines)
-            if len(lines) > 1:  # all but the last were written before `now`
-                self._shared_now += len(lines) - 1
-                self.shared_lines += len(lines) - 1
-        for raw in lines:
+            if chunk:
+                self._deferred.append((followed, chunk, min(now, followed.written_at)))
+                lines = chunk.count(b"\n")  # the lines this piece completes
+                self._batch_lines += lines
+                if lines > 1:  # all but the last were written before the stamp
+                    self._shared_now += lines - 1
+                    self.shared_lines += lines - 1
+        else:
+            self._take_deferred()
+            self._take_chunk(followed, chunk, now)
+        return followed.offset - before >= _MAX_READ
+
+    def take_read(self) -> None:
+        """Take what was read and not taken yet (a supervisor leaving: see _read)."""
+        self._take_deferred()
+
+    def _take_deferred(self) -> None:
+        """Take the pieces read in batches since the last call (see _read)."""
+        deferred, self._deferred = self._deferred, []
+        for followed, chunk, stamp in deferred:
+            self._take_chunk(followed, chunk, stamp)
+
+    def _take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
+        """The lines of a piece read from `followed` at `now` (its stamp), and the positions
+        of a bar redrawn with carriage returns after them."""
+        for raw in followed.split(chunk):
             if followed.parsed:  # only the first line can hold positions parsed before
                 rest = raw[followed.parsed:]
                 followed.parsed = 0
@@ -545,7 +584,6 @@ class LogFollower:
             self._take_positions(positions.decode("utf-8", errors="replace"), followed, now,
                                  whole_line=False)
             followed.parsed = cut + 1
-        return followed.offset - before >= _MAX_READ
 
     def _take_positions(self, text: str, followed: _Followed, now: float, *,
                         whole_line: bool) -> None:
