@@ -157,11 +157,6 @@ class _Followed:
     written_at: float | None = None
     """When the file was last written to (its modification time), as of the last read."""
 
-    def read_new(self, now: float) -> list[bytes]:
-        """The complete lines appended since the last read (a partial last line waits in
-        `pending`). Raises OSError (FileNotFoundError while the file is not there)."""
-        return self.split(self.read_chunk(now))
-
     def split(self, chunk: bytes) -> list[bytes]:
         """The complete lines `chunk` (read after what was split before) ends, the rest
         waiting in `pending`."""
