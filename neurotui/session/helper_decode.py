@@ -106,8 +106,9 @@ class HelperDecode:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONPATH": _package_root()})
             assert self._proc.stdin is not None
+            # Left open: the helper waits for its end to know the reader is gone (below).
             pickle.dump(([(str(p), o) for p, o in files], piece_bytes), self._proc.stdin)
-            self._proc.stdin.close()
+            self._proc.stdin.flush()
         except (OSError, pickle.PicklingError, ValueError):
             self.close()  # no helper: the reader reads every file
 
@@ -125,10 +126,13 @@ class HelperDecode:
             except (OSError, ValueError):  # gone (b"" at its end), or not ours
                 self.close()
                 return []
+        path = self._folder / f"{index}.pieces"
         try:
-            pieces = pickle.loads((self._folder / f"{index}.pieces").read_bytes())
+            pieces = pickle.loads(path.read_bytes())
         except Exception:
             return []
+        finally:
+            path.unlink(missing_ok=True)  # memory, where it is /dev/shm
         return pieces if isinstance(pieces, list) else []
 
     def close(self) -> None:
@@ -155,15 +159,20 @@ def _package_root() -> str:
 
 def _serve(folder: Path, stdin: IO[bytes], stdout: IO[bytes]) -> None:
     files, piece_bytes = pickle.load(stdin)
-    for index in reversed(range(len(files))):
-        if not _claim(folder, index):
-            return  # the reader got here first: the rest are its too
-        path, offset = files[index]
-        pieces = decode_file(Path(path), offset, piece_bytes)
-        (folder / f"{index}.pieces").write_bytes(
-            pickle.dumps(pieces, protocol=pickle.HIGHEST_PROTOCOL))
-        stdout.write(b"%d\n" % index)
-        stdout.flush()
+    try:
+        for index in reversed(range(len(files))):
+            if not _claim(folder, index):
+                break  # the reader got here first: the rest are its too
+            path, offset = files[index]
+            pieces = decode_file(Path(path), offset, piece_bytes)
+            (folder / f"{index}.pieces").write_bytes(
+                pickle.dumps(pieces, protocol=pickle.HIGHEST_PROTOCOL))
+            stdout.write(b"%d\n" % index)
+            stdout.flush()
+        stdin.read()  # until the reader closes it: done with the pieces, or gone
+    finally:
+        # A reader that died (killed mid-read) leaves pieces no one will take: gone with it.
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -129,3 +129,22 @@ def test_no_helper_for_a_short_read_or_the_keeper(
     keeper.rebuilds_cache, keeper.helper_min_bytes = True, 0
     keeper.load()
     assert taken == []
+
+
+def test_a_helper_whose_reader_is_gone_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The pieces lie in /dev/shm (memory): a reader that dies mid-read (its pipes closed
+    by the kernel) must not leave them there. The helper sees its stdin end and removes
+    them."""
+    session = _session(tmp_path)
+    files = [(p, 0) for p in sorted((session / "probe").glob("*.jsonl"))]
+    helper = helper_decode.HelperDecode(files, PIECE)
+    proc, folder = helper._proc, helper._folder
+    assert proc is not None and folder.is_dir()
+    deadline = time.monotonic() + 30
+    while not (folder / str(len(files) - 1)).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the helper is at work
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.close()  # as the kernel closes a killed reader's end of the pipes
+    proc.stdout.close()
+    assert proc.wait(timeout=30) == 0
+    assert not folder.exists()
