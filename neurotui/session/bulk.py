@@ -25,10 +25,10 @@ _MARK, _MARK_SPACED = b'"kind":"step"', b'"kind": "step"'
 _MARK_WITHIN = 48
 """Bytes from a line's start the kind is looked for in: after a time of up to 30 characters."""
 MIN_BATCH = 64
+"""Fewer candidate lines than this are not worth a batch (the per-line path is as quick)."""
 MIN_BLOCK = 8
 """A piece of step lines only (a probe file's) is decoded whole from this many lines on: a
 dashboard's poll finds a score of new lines a file, where one call beats line by line."""
-"""Fewer candidate lines than this are not worth a batch (the per-line path is as quick)."""
 
 MAX_TIME = 1e11
 """Seconds (unix times and durations): about the year 5138."""
@@ -99,9 +99,23 @@ def starts_with_a_step(chunk: bytes) -> bool:
     return _MARK in head or _MARK_SPACED in head
 
 
+def decode_piece(chunk: bytes, complete: int) -> tuple[DecodedSteps, int] | None:
+    """The first `complete` bytes of `chunk` (complete lines: a probe file's piece) decoded
+    whole, and how many lines they are; None unless they start with a step line and
+    decode_block takes them."""
+    if not starts_with_a_step(chunk):
+        return None
+    lines = chunk.count(b"\n", 0, complete)
+    decoded = decode_block(memoryview(chunk)[:complete], lines)
+    return None if decoded is None else (decoded, lines)
+
+
 def decode_block(block: bytes | memoryview, lines: int) -> DecodedSteps | None:
     """A block of `lines` complete lines (a probe file's piece) that are all well-formed
-    step records with every value in range, decoded in one call; None when it is not that."""
+    step records with every value in range, decoded in one call; None when it is not that,
+    or fewer than MIN_BLOCK lines (line by line is as quick)."""
+    if lines < MIN_BLOCK:
+        return None
     try:
         records = _DECODER.decode_lines(block)
     except (msgspec.DecodeError, msgspec.ValidationError):

@@ -43,8 +43,6 @@ class DecodedPiece:
     start: int
     complete: int
     """Bytes of complete lines from `start`."""
-    size: int
-    """Bytes read (`complete` and a partial last line, if any)."""
     lines: int
     steps: bulk.DecodedSteps
     rest: bytes
@@ -60,15 +58,11 @@ def decode_file(path: Path, offset: int, piece_bytes: int) -> list[DecodedPiece]
             chunk, complete = read_new_block(path, offset, piece_bytes)
         except OSError:  # the reader meets the same error, and reports it
             return pieces
-        if not bulk.starts_with_a_step(chunk):
+        whole = bulk.decode_piece(chunk, complete)
+        if whole is None:
             return pieces
-        count = chunk.count(b"\n", 0, complete)
-        steps = bulk.decode_block(memoryview(chunk)[:complete], count) \
-            if count >= bulk.MIN_BLOCK else None
-        if steps is None:
-            return pieces
-        pieces.append(DecodedPiece(offset, complete, len(chunk), count, steps,
-                                   chunk[complete:]))
+        steps, count = whole
+        pieces.append(DecodedPiece(offset, complete, count, steps, chunk[complete:]))
         offset += complete
         if len(chunk) < piece_bytes or not complete:
             return pieces

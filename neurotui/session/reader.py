@@ -428,7 +428,7 @@ class SessionReader:
         if len(pieces) > 1:
             counts = [p.chunk.count(b"\n", 0, p.complete) for p in pieces]
             whole = bulk.decode_block(b"".join(memoryview(p.chunk)[:p.complete] for p in pieces),
-                                      sum(counts)) if sum(counts) >= bulk.MIN_BLOCK else None
+                                      sum(counts))
             if whole is not None:
                 for piece, count in zip(pieces, counts, strict=True):
                     piece.tail.line_no += count
@@ -626,16 +626,13 @@ class SessionReader:
         """Take the first `complete` bytes of `chunk` (complete lines) read from byte `start`.
         A probe file's piece is step lines only: decoded whole, it needs no bytes object per
         line (a piece that does not start with a step line is not tried whole)."""
-        block = memoryview(chunk)[:complete]
-        if self._samples_per_step is None and bulk.starts_with_a_step(chunk):
-            count = chunk.count(b"\n", 0, complete)
-            whole = bulk.decode_block(block, count) if count >= bulk.MIN_BLOCK else None
-            if whole is not None:
-                tail.line_no += count
-                return self._take_decoded(whole)
+        if self._samples_per_step is None and (whole := bulk.decode_piece(chunk, complete)):
+            steps, count = whole
+            tail.line_no += count
+            return self._take_decoded(steps)
         lines = chunk.split(b"\n")
         lines.pop()  # after the last newline: a partial line, or nothing
-        return self._take_lines(lines, tail, start, block)
+        return self._take_lines(lines, tail, start, memoryview(chunk)[:complete])
 
     def _take_lines(self, lines: list[bytes], tail: _Tail, start: int,
                     block: memoryview | None = None) -> int:
@@ -652,7 +649,6 @@ class SessionReader:
             telemetry = self._telemetry_heads(lines, others, block)
         first_line, added = tail.line_no, len(telemetry)
         rest = [i for i in one_by_one if i not in telemetry] if telemetry else one_by_one
-        offsets = _offsets(lines, start) if rest or (telemetry and self.use_cache) else None
         indexed: dict[int, str] = {}  # line -> kind, of the lines taken one by one
         bounded: dict[int, tuple[str, dict[str, Any]]] = {}
         # In file order, as line by line: problems are reported in it, and a step line the
@@ -674,8 +670,8 @@ class SessionReader:
         added += self._take_decoded(decoded)
         tail.line_no = first_line + len(lines)
         self._keep_bounded(lines, telemetry, bounded)
-        if self.use_cache and offsets is not None and (telemetry or indexed):
-            self._index_lines(lines, offsets, {**telemetry, **indexed}, tail)
+        if self.use_cache and (telemetry or indexed):
+            self._index_lines(lines, start, {**telemetry, **indexed}, tail)
         return added
 
     def _keep_bounded(self, lines: list[bytes], telemetry: dict[int, str],
@@ -694,10 +690,11 @@ class SessionReader:
                 which = which[-pending.maxlen:] if pending.maxlen else []
             pending.extend(records[i][1] if i in records else lines[i] for i in which)
 
-    def _index_lines(self, lines: list[bytes], offsets: np.ndarray, kinds: dict[int, str],
+    def _index_lines(self, lines: list[bytes], start: int, kinds: dict[int, str],
                      tail: _Tail) -> None:
-        """The event index of a piece's non-step events (`kinds`: line -> kind), in file
-        order, as columns."""
+        """The event index of a piece's non-step events (`kinds`: line -> kind; the piece
+        begins at byte `start`), in file order, as columns."""
+        offsets = _offsets(lines, start)
         which = np.fromiter(sorted(kinds), np.int64, len(kinds))
         codes = np.fromiter((_KIND_CODE[kinds[i]] for i in which.tolist()), np.int8,
                             len(which))

@@ -404,7 +404,7 @@ class LogFollower:
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
         self._probed_ranks.update(layout.probe_files(self.session_dir))
-        self._take_deferred()  # before anything else: lines are taken in the order read
+        self.take_read()  # before anything else: lines are taken in the order read
         self._discover(now)
         for followed in self._files.values():
             # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
@@ -421,7 +421,7 @@ class LogFollower:
                 lost, since, until, error = loss
                 self.writer.write("lost", t=now, what="log", file=followed.name, bytes=lost,
                                   **{"from": since, "to": until}, error=error)
-        self._take_deferred()  # (a busy log read here, or to its end at the job's exit)
+        self.take_read()  # (a busy log read here, or to its end at the job's exit)
         if final:
             self._record_pending_losses(now)
         if final or now - self._marked_at >= LOG_MARK_S:
@@ -537,16 +537,13 @@ class LogFollower:
                     self._shared_now += lines - 1
                     self.shared_lines += lines - 1
         else:
-            self._take_deferred()
+            self.take_read()
             self._take_chunk(followed, chunk, now)
         return followed.offset - before >= _MAX_READ
 
     def take_read(self) -> None:
-        """Take what was read and not taken yet (a supervisor leaving: see _read)."""
-        self._take_deferred()
-
-    def _take_deferred(self) -> None:
-        """Take the pieces read in batches since the last call (see _read)."""
+        """Take the pieces read in batches and not taken yet (see _read): at each poll, and
+        by a supervisor leaving."""
         deferred, self._deferred = self._deferred, []
         for followed, chunk, stamp in deferred:
             self._take_chunk(followed, chunk, stamp)

@@ -56,7 +56,7 @@ class DashboardScreen(Screen[None]):
 
     def redraw(self) -> None:
         """Repaint every panel (a display setting changed, not the data)."""
-        for panel in self.query(Panel):
-            panel.retitle()
         for widget in self.query("SessionHeader, Panel"):
+            if isinstance(widget, Panel):
+                widget.retitle()  # a title may depend on the setting too (ascii)
             widget.refresh()
