@@ -102,6 +102,7 @@ class Supervisor:
         self.stopping: _Stopping | None = None
         self.stop_requested = False
         self.leaving = False  # the supervisor was told to go; the job is left running
+        self._next_batch_at = 0.0  # while busy logs are read in batches: the next read
         self.attempt = 0
         self.adopted_pid: int | None = None
         self.telemetry: Telemetry | None = None
@@ -222,10 +223,13 @@ class Supervisor:
         next_logs = next_telemetry = 0.0
         while True:
             now = time.time()
-            if now >= next_logs:
+            # While busy logs are read in batches, work due before the next batch is done in
+            # this wakeup (_wait_tick returned early for it), not in one of its own.
+            soon = now + self.follower.pause_s
+            if soon >= next_logs:
                 self._guarded("reading the job's logs", self.follower.poll, now)
                 next_logs = now + POLL_S
-            if now >= next_telemetry:
+            if soon >= next_telemetry:
                 self._sample_telemetry(now)
                 self._watch_alerts(now)
                 self._guarded("keeping the session's cache", self.cache_keeper.tick, now)
@@ -257,13 +261,20 @@ class Supervisor:
         a restart was asked for."""
         restart = False
         while (timeout := until - time.time()) > 0:
+            if (rest := self._next_batch_at - time.time()) > 0:  # busy logs: read in batches
+                time.sleep(min(rest, timeout))
+                continue
             for key, _ in self.selector.select(timeout=timeout):
                 if key.fileobj is self.server:
                     restart |= self._serve_one()
                     return restart  # a stop or restart is acted on at once
                 self._guarded("reading the job's logs", self.follower.on_change, time.time())
-                if (pause := self.follower.pause_s) > 0:  # busy logs: read in batches
-                    time.sleep(max(0.0, min(pause, until - time.time())))
+                if (pause := self.follower.pause_s) > 0:
+                    self._next_batch_at = time.time() + pause
+                    if until < self._next_batch_at:
+                        # The tick's work is due before the next batch: done now, in this
+                        # wakeup, rather than in one of its own.
+                        return restart
         return restart
 
     def _wait_backoff(self, delay: float) -> bool:

@@ -135,7 +135,7 @@ def _step_json(t: float, rank: int, step: int, samples: float | None, loss: floa
             f'"phases": null, "src": "log", "attempt": {int(attempt)}{extra}}}')
 
 
-@dataclass
+@dataclass(eq=False)  # one per file: compared and hashed as itself
 class _Followed:
     path: Path
     name: str  # relative to the session, as `log_offsets` names it
@@ -154,8 +154,8 @@ class _Followed:
     behind: bool = True
     """More may wait than the kernel will say: a new log's first lines, written before it
     was watched; a read that stopped at _MAX_READ; a log taken over at a mark (resume)."""
-    written_at: float | None = None
-    """When the file was last written to (its modification time), as of the last read."""
+    seen: int = 0
+    """The file's size at the last look (a read, or a busy wakeup's fstat)."""
 
     def split(self, chunk: bytes) -> list[bytes]:
         """The complete lines `chunk` (read after what was split before) ends, the rest
@@ -165,19 +165,28 @@ class _Followed:
         lines, self.pending = split_lines(self.pending, chunk)
         return lines
 
-    def read_chunk(self, now: float) -> bytes:
-        """The bytes appended since the last read (copied on, for a spool file). Raises
-        OSError (FileNotFoundError while the file is not there)."""
+    def look(self) -> tuple[int, float]:
+        """The file's size and modification time (when the kernel saw its last write).
+        Raises OSError (FileNotFoundError while the file is not there)."""
         if self.fd is None:
             # A spool file is opened for writing too: punching holes needs it.
             self.fd = os.open(self.path, os.O_RDWR if self.copy else os.O_RDONLY)
-        # Exactly what was added, and the modification time for the stamp from the same
-        # fstat: an unbuffered read sized for the worst case (_MAX_READ) allocates that much
-        # first (about 15 us for 4 MiB, against 1 us for a line).
         status = os.fstat(self.fd)
-        self.written_at = status.st_mtime_ns / 1e9
-        size = min(status.st_size - self.offset, _MAX_READ)
-        chunk = os.pread(self.fd, size, self.offset) if size > 0 else b""
+        self.seen = max(self.seen, status.st_size)
+        return status.st_size, status.st_mtime_ns / 1e9
+
+    def read_chunk(self, now: float, upto: int | None = None) -> bytes:
+        """The bytes appended since the last read, up to `upto` (None: the file's size now),
+        copied on for a spool file. Raises OSError (FileNotFoundError while the file is not
+        there)."""
+        # Exactly what was added: an unbuffered read sized for the worst case (_MAX_READ)
+        # allocates that much first (about 15 us for 4 MiB, against 1 us for a line).
+        if upto is None or self.fd is None:
+            size_now = self.look()[0]
+            upto = size_now if upto is None else min(upto, size_now)
+        size = min(upto - self.offset, _MAX_READ)
+        chunk = os.pread(self.fd, size, self.offset) if size > 0 and self.fd is not None \
+            else b""
         self.offset += len(chunk)
         if self.copy is not None:
             self.copy.write(chunk, now)
@@ -195,6 +204,22 @@ class _Followed:
             self.fd = None
         if self.copy is not None:
             self.copy.close()
+
+
+class _Pieces:
+    """One read of a log, given out a look at a time: the bytes up to each size seen."""
+
+    __slots__ = ("_at", "_data", "_start")
+
+    def __init__(self, start: int, data: bytes) -> None:
+        self._start, self._data, self._at = start, data, 0
+
+    def upto(self, size: int) -> bytes:
+        end = min(size - self._start, len(self._data))
+        if end <= self._at:
+            return b""
+        piece, self._at = self._data[self._at:end], end
+        return piece
 
 
 @dataclass
@@ -302,8 +327,9 @@ class LogFollower:
     _batch_s: float = BATCH_MIN_S
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
     _batch_share: float = BATCH_SHARE_MAX
-    _deferred: list[tuple[_Followed, bytes, float]] = field(default_factory=list)
-    """Pieces read in batches, with their stamps, to be taken at the next poll (_read)."""
+    _deferred: list[tuple[_Followed, int, float]] = field(default_factory=list)
+    """What busy wakeups saw (a log, its size, the stamp), read and taken at the next poll
+    (_read)."""
     _batch_lines: int = 0  # lines read in batches, in the second being counted
     _shared_now: int = 0  # of those, lines that came after another of their log in one read
     shared_lines: int = 0
@@ -369,7 +395,7 @@ class LogFollower:
         for target in self._changes.changed():
             if isinstance(target, _Followed):
                 target.changes += 1
-                target.behind = self._read(target, now)
+                target.behind = self._read(target, now, wakeup=True)
             else:
                 self._discover_due = True  # a new log, or a folder one will be in
         if self._discover_due:
@@ -512,41 +538,66 @@ class LogFollower:
             self._unwatched += not followed.watched
         return followed
 
-    def _read(self, followed: _Followed, now: float) -> bool:
+    def _read(self, followed: _Followed, now: float, *, wakeup: bool = False) -> bool:
         """Take what `followed` gained; True when there may be more (a full read).
 
-        While the logs are busy (read in batches), what was read is stamped now and taken
-        (parsed, recorded) at the next poll, all of a poll's pieces in one go, in the order
-        they were read: the supervisor then wakes for a few system calls per log, not for
-        Python's whole handling of each line."""
+        While the logs are busy (read in batches), a wakeup only looks at the log's size and
+        modification time; the bytes are read and taken (parsed, recorded) at the next poll,
+        all of a poll's pieces in one go, each with the stamp of the look that first saw it:
+        the supervisor then wakes for one system call per log, not for a read and Python's
+        whole handling of each line."""
+        if wakeup and self._busy:
+            try:
+                seen_before = followed.seen
+                size, written_at = followed.look()
+            except OSError:
+                return followed.behind
+            if size > seen_before:
+                # Read in batches: a line seen now may have been written a batch ago, and
+                # stamping it now would round every step time to whole batch periods (100 ms
+                # steps read every 26 ms come out 104). The kernel's modification time of
+                # the log is when its last write happened (no later write: the size is from
+                # the same fstat).
+                self._deferred.append((followed, size, min(now, written_at)))
+            return followed.behind  # (a read cut at _MAX_READ goes on at the next poll)
         before = followed.offset
         try:
             chunk = followed.read_chunk(now)
         except OSError:
             return False
-        if self._busy and followed.written_at is not None:
-            # Read in batches: a line read now may have been written a batch ago, and
-            # stamping it now would round every step time to whole batch periods (100 ms
-            # steps read every 26 ms come out 104). The kernel's modification time of the
-            # log is when its last write happened (taken before reading: no later write).
-            if chunk:
-                self._deferred.append((followed, chunk, min(now, followed.written_at)))
-                lines = chunk.count(b"\n")  # the lines this piece completes
-                self._batch_lines += lines
-                if lines > 1:  # all but the last were written before the stamp
-                    self._shared_now += lines - 1
-                    self.shared_lines += lines - 1
-        else:
-            self.take_read()
-            self._take_chunk(followed, chunk, now)
+        self.take_read()
+        self._take_chunk(followed, chunk, now)
         return followed.offset - before >= _MAX_READ
 
     def take_read(self) -> None:
-        """Take the pieces read in batches and not taken yet (see _read): at each poll, and
-        by a supervisor leaving."""
+        """Read and take what busy wakeups saw (see _read), in the order they saw it: at
+        each poll, and by a supervisor leaving."""
         deferred, self._deferred = self._deferred, []
-        for followed, chunk, stamp in deferred:
-            self._take_chunk(followed, chunk, stamp)
+        if not deferred:
+            return
+        # One read per log for all its looks; each look's piece is then cut from it.
+        last_seen = {followed: size for followed, size, _ in deferred}
+        reads: dict[_Followed, _Pieces] = {}
+        for followed, size, stamp in deferred:
+            pieces = reads.get(followed)
+            if pieces is None:
+                start = followed.offset
+                try:
+                    data = followed.read_chunk(stamp, last_seen[followed])
+                except OSError:
+                    data = b""
+                # Cut at _MAX_READ (a flood): the rest is read at the next poll.
+                followed.behind = followed.offset < last_seen[followed]
+                pieces = reads[followed] = _Pieces(start, data)
+            piece = pieces.upto(size)
+            if not piece:
+                continue
+            lines = piece.count(b"\n")  # the lines this piece completes
+            self._batch_lines += lines
+            if lines > 1:  # all but the last were written before the stamp
+                self._shared_now += lines - 1
+                self.shared_lines += lines - 1
+            self._take_chunk(followed, piece, stamp)
 
     def _take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
         """The lines of a piece read from `followed` at `now` (its stamp), and the positions

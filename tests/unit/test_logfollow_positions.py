@@ -15,7 +15,7 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.logfollow import POLL_S, LogFollower
 
 # NxD Training's bar, as its docs print it (../shared/fixtures/telemetry/
 # trainlog_nxdt_llama3-70B_progressbar_docs.txt), one position per global step.
@@ -201,10 +201,15 @@ def test_a_rank_log_made_later_is_found_at_once_through_its_folder(tmp_path) -> 
 
 def _write_busily(follower: LogFollower, logs: list, seconds: float, lines: int) -> None:
     """Each log gets `lines` lines (separate writes) every 0.1 s; the follower reads what
-    the kernel says changed after each round, as the supervisor's loop would."""
+    the kernel says changed after each round, and polls every POLL_S, as the supervisor's
+    loop would."""
     selector = _watching(follower)
     start, step = time.time(), 0
+    polled = start
     while time.time() - start < seconds:
+        if time.time() - polled >= POLL_S:
+            follower.poll(time.time())
+            polled = time.time()
         for _ in range(lines):
             step += 1
             for rank, log in enumerate(logs):
