@@ -12,6 +12,8 @@ BLOCKS = " ▁▂▃▄▅▆▇█"
 ASCII_LEVELS = " .:-=+*#%@"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 MISSING_CELL = "?"
+ABOVE = ("▲", "^")
+"""The mark of a column holding values drawn apart, above the chart's scale (block, ASCII)."""
 
 
 def _levels(ascii_mode: bool) -> str:
@@ -25,16 +27,30 @@ def resample(values: Sequence[float], width: int) -> list[float]:
     arr = np.asarray(values, dtype=float)
     if len(arr) <= width:
         return arr.tolist()
-    # The parts of np.array_split(arr, width), summed at once (a chart redrawn every refresh
-    # would otherwise take a numpy call per cell).
-    sizes = np.full(width, len(arr) // width)
-    sizes[:len(arr) % width] += 1
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    starts = _starts(len(arr), width)
     finite = np.isfinite(arr)
     sums = np.add.reduceat(np.where(finite, arr, 0.0), starts)
     counts = np.add.reduceat(finite.astype(np.int64), starts)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / counts, math.nan).tolist()
+
+
+def resample_any(flags: Sequence[bool], width: int) -> list[bool]:
+    """`flags` grouped as resample() groups values: a slot is true when any of its is."""
+    if width <= 0 or not len(flags):
+        return []
+    arr = np.asarray(flags, dtype=bool)
+    if len(arr) <= width:
+        return arr.tolist()
+    return (np.add.reduceat(arr.astype(np.int64), _starts(len(arr), width)) > 0).tolist()
+
+
+def _starts(n: int, width: int) -> np.ndarray:
+    """Where each of np.array_split(range(n), width)'s parts starts, worked out at once (a
+    chart redrawn every refresh would otherwise take a numpy call per cell)."""
+    sizes = np.full(width, n // width)
+    sizes[:n % width] += 1
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]])
 
 
 def level(value: float, top: float, ascii_mode: bool = False) -> str:
@@ -49,13 +65,20 @@ def level(value: float, top: float, ascii_mode: bool = False) -> str:
 
 
 def sparkline(values: Sequence[float], width: int, ascii_mode: bool = False,
-              top: float | None = None, gap: str = " ") -> str:
-    """`values` squeezed into `width` cells; NaN (no data in that slot) is `gap`."""
+              top: float | None = None, gap: str = " ",
+              above: Sequence[bool] | None = None) -> str:
+    """`values` squeezed into `width` cells; NaN (no data in that slot) is `gap`. A slot
+    holding an `above` value (drawn apart, over the scale) is the ABOVE mark."""
     points = resample(values, width)
     finite = [v for v in points if math.isfinite(v)]
     if top is None:
         top = max(finite) if finite else 0.0
-    return "".join(gap if not math.isfinite(v) else level(v, top, ascii_mode) for v in points)
+    cells = [gap if not math.isfinite(v) else level(v, top, ascii_mode) for v in points]
+    if above is not None:
+        mark = ABOVE[ascii_mode]
+        cells = [mark if flag else cell
+                 for cell, flag in zip(cells, resample_any(above, width), strict=True)]
+    return "".join(cells)
 
 
 def heat(values: Sequence[float | None], ascii_mode: bool = False, top: float = 100.0) -> str:
@@ -80,9 +103,12 @@ def bar(fraction: float | None, width: int, ascii_mode: bool = False) -> str:
 
 
 def columns(values: Sequence[float], width: int, height: int, ascii_mode: bool = False,
-            top: float | None = None, bottom: float = 0.0) -> list[str]:
+            top: float | None = None, bottom: float = 0.0,
+            above: Sequence[bool] | None = None) -> list[str]:
     """A bar chart `height` rows tall (top row first), one column per resampled value, in
-    eighths of a cell, over the axis bottom..top; a slot with no data stays blank."""
+    eighths of a cell, over the axis bottom..top; a slot with no data stays blank. A slot
+    holding an `above` value (drawn apart, clipped over the scale) has the ABOVE mark in the
+    top row: its other values are drawn to scale below it."""
     points = [v - bottom for v in resample(values, width)]
     finite = [v for v in points if math.isfinite(v)]
     top = (max(finite) if finite else 0.0) if top is None else top - bottom
@@ -101,6 +127,10 @@ def columns(values: Sequence[float], width: int, height: int, ascii_mode: bool =
             else:
                 cells.append(BLOCKS[n])
         rows.append("".join(cells))
+    if above is not None and rows:
+        mark = ABOVE[ascii_mode]
+        rows[0] = "".join(mark if flag else cell for cell, flag in
+                          zip(rows[0], resample_any(above, len(points)), strict=True))
     return rows
 
 

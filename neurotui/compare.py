@@ -1,8 +1,10 @@
 """Compare runs side by side: one row per session, like the reference study's table.
 
 Each row: instance and accelerator, cores used, global batch, DataLoader workers, time to the
-first step (compile), steady-state step time (median, p90), throughput, price, samples per
-dollar (steady and all-in) and price-performance relative to a baseline session. The figures
+first step (compile), steady-state step time (median, p90), a column per step phase the runs
+reported (data, forward, ...: median over the steady steps, metrics/breakdown.py), throughput,
+price, samples per dollar (steady and all-in) and price-performance relative to a baseline
+session. The figures
 come from neurotui.summary.summarize, so compare, the dashboard and meta.json's summary agree.
 A figure that cannot be known is missing (None / NaN / "n/a"), never 0.
 
@@ -29,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from neurotui import fmt, metrics, recorded
+from neurotui.metrics.breakdown import phase_order, steady_phase_medians
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import session_status
@@ -72,7 +75,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("relative_price_performance", "RELATIVE", "ratio"),
     Column("alerts", "ALERTS", "int"),
 )
-"""What `neurotui compare` shows, in order. Data rows hold these keys and EXTRA_KEYS."""
+"""What `neurotui compare` shows, in order, then a column per step phase (table_columns).
+Data rows hold these keys, the phase keys and EXTRA_KEYS."""
 EXTRA_KEYS = ("step_source", "step_time_without_data_s", "dataset_size", "epoch_s",
               "usd_per_epoch", "cores_available", "baseline", "alerts_by_key", "lost",
               "problems", "path")
@@ -113,6 +117,26 @@ class LoadedSession:
     @property
     def running(self) -> bool:
         return self.state in _RUNNING_STATES
+
+
+def phase_key(name: str) -> str:
+    """The row key of a step phase's median seconds."""
+    return f"phase_{name}_s"
+
+
+def phase_columns(rows: Sequence[dict[str, Any]]) -> tuple[Column, ...]:
+    """A column per step phase any of the rows reports (in the order a step runs), each
+    the phase's median over the steady steps; a run without it shows it missing."""
+    names = phase_order({n for row in rows for n in row.get("phases_s") or {}})
+    # `step` is the automatic probe's rest of the step: not to be read as the step time.
+    return tuple(Column(phase_key(n), "STEP PHASE" if n == "step" else n.upper(), "ms")
+                 for n in names)
+
+
+def table_columns(rows: Sequence[dict[str, Any]]) -> tuple[Column, ...]:
+    """COLUMNS, then the rows' phase columns: last, so that on a screen of 160 columns the
+    study's own figures (samples/s, samples per dollar, relative) stay in sight."""
+    return (*COLUMNS, *phase_columns(rows))
 
 
 def load_session(path: Path) -> LoadedSession:
@@ -205,6 +229,7 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
     instance_type = (meta.get("instance") or {}).get("type")
     accelerator, cores_available = instance_figures(instance_type, table)
     episodes = recorded.alert_episodes(session.alerts)
+    phases = steady_phase_medians(session.steps, session.phases, session.compiles)
     return {
         "session": session.name,
         "state": session.state,
@@ -216,6 +241,8 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "time_to_first_step_s": figures["time_to_first_step_s"],
         "step_time_median_s": figures["step_time_median_s"],
         "step_time_p90_s": figures["step_time_p90_s"],
+        **{phase_key(name): seconds for name, seconds in phases.items()},
+        "phases_s": phases,
         "samples_per_s": figures["steady_samples_per_s"],
         "usd_per_hour": figures["usd_per_hour"],
         "samples_per_dollar_steady": figures["samples_per_dollar_steady"],
@@ -264,7 +291,7 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 def rows_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The rows as a DataFrame: text columns, Int64 counts (<NA> when missing) and float64
     figures (NaN when missing); one row per session, in order."""
-    keys = [c.key for c in COLUMNS] + list(EXTRA_KEYS)
+    keys = [c.key for c in table_columns(rows)] + list(EXTRA_KEYS)
     df = pd.DataFrame([{k: row.get(k) for k in keys} for row in rows], columns=keys)
     for key in keys:
         if key in _INT_KEYS:
@@ -361,9 +388,9 @@ def format_value(value: Any, kind: str) -> str:
     raise ValueError(f"unknown column kind {kind!r}")
 
 
-def _cells(row: dict[str, Any]) -> list[str]:
-    cells = [format_value(row.get(c.key), c.kind) for c in COLUMNS]
-    cores = COLUMNS.index(next(c for c in COLUMNS if c.key == "cores_used"))
+def _cells(row: dict[str, Any], columns: Sequence[Column] = COLUMNS) -> list[str]:
+    cells = [format_value(row.get(c.key), c.kind) for c in columns]
+    cores = next(i for i, c in enumerate(columns) if c.key == "cores_used")
     if fmt.known(row.get("cores_used")) and fmt.known(row.get("cores_available")):
         cells[cores] = f"{int(row['cores_used'])}/{int(row['cores_available'])}"
     return cells
@@ -378,6 +405,18 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
     notes.append("CORES: ranks used / cores of the instance. BATCH: samples per step, all ranks.")
     notes.append("STEP, SAMPLES/S, SAMPLES/$: steady state (steps 11.. of each rank); "
                  "ALL-IN: all samples over the whole bill, compile included.")
+    phased = phase_columns(rows)
+    if phased:
+        notes.append(f"{', '.join(c.header for c in phased)}: median of each step phase the "
+                     "run reported (probe.step phases=), over its steady steps; n/a: not "
+                     "reported" + ("; STEP PHASE: the automatic probe's rest of the step "
+                                   "after the data wait" if any(c.header == "STEP PHASE"
+                                                               for c in phased) else "") + ".")
+    unphased = [r["session"] for r in rows if not r.get("phases_s")]
+    if unphased:
+        notes.append(f"no step phases recorded in {', '.join(unphased)}: one call per step, "
+                     'probe.step(samples=16, phases={"data": 0.01, "forward": 0.05}) '
+                     "(seconds), reports them.")
     for r in rows:  # where each session's steps came from, and the study's own step time
         if r.get("step_source"):
             without = r.get("step_time_without_data_s")
@@ -399,10 +438,11 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def render_table(rows: Sequence[dict[str, Any]]) -> str:
-    headers = [c.header for c in COLUMNS]
-    body = [_cells(row) for row in rows]
+    columns = table_columns(rows)
+    headers = [c.header for c in columns]
+    body = [_cells(row, columns) for row in rows]
     widths = [max(len(x) for x in column) for column in zip(headers, *body, strict=True)]
-    left = {i for i, c in enumerate(COLUMNS) if c.kind == "text"}
+    left = {i for i, c in enumerate(columns) if c.kind == "text"}
 
     def line(cells: list[str]) -> str:
         return "  ".join(cell.ljust(w) if i in left else cell.rjust(w)
@@ -416,15 +456,16 @@ def render_markdown(rows: Sequence[dict[str, Any]]) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    aligns = ["---" if c.kind == "text" else "---:" for c in COLUMNS]
-    out = [line([c.header.lower() for c in COLUMNS]), "|" + "|".join(aligns) + "|",
-           *(line(_cells(row)) for row in rows)]
+    columns = table_columns(rows)
+    aligns = ["---" if c.kind == "text" else "---:" for c in columns]
+    out = [line([c.header.lower() for c in columns]), "|" + "|".join(aligns) + "|",
+           *(line(_cells(row, columns)) for row in rows)]
     return "\n".join([*out, "", *(f"- {note}" for note in _footnotes(rows))]) + "\n"
 
 
 def render_csv(rows: Sequence[dict[str, Any]]) -> str:
     """Raw figures (seconds, USD, full precision); a missing figure is an empty field."""
-    keys = [c.key for c in COLUMNS] + list(EXTRA_KEYS)
+    keys = [c.key for c in table_columns(rows)] + list(EXTRA_KEYS)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(keys)
@@ -435,7 +476,7 @@ def render_csv(rows: Sequence[dict[str, Any]]) -> str:
 
 def render_json(rows: Sequence[dict[str, Any]]) -> str:
     """A list of row objects with raw figures; a missing figure is null."""
-    keys = [c.key for c in COLUMNS] + list(EXTRA_KEYS)
+    keys = [c.key for c in table_columns(rows)] + list(EXTRA_KEYS)
     data = [{k: _plain(row.get(k)) if fmt.known(row.get(k)) else None for k in keys}
             for row in rows]
     return json.dumps(data, indent=2) + "\n"

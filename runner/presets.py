@@ -35,6 +35,11 @@ PRESETS: dict[str, Preset] = {
         "tiny ViT (32px, dim 64, depth 2), 600 steps on 2 CPU ranks with gloo (~30 s on 2 cores)",
         2, "--model", "vit-tiny", "--image-size", "32", "--batch-size", "16", "--workers", "1",
         "--steps", "600", "--device", "cpu"),
+    "vit-tiny-cpu-starved": _preset(
+        "the tiny CPU run with its DataLoader starved on purpose (1 worker, heavy "
+        "augmentation): the step breakdown (key b) shows data loading as the largest share",
+        2, "--model", "vit-tiny", "--image-size", "32", "--batch-size", "16", "--workers", "1",
+        "--augment", "heavy", "--steps", "200", "--device", "cpu"),
     "vit-tiny-xla-cpu": _preset(
         "the same run through torch-xla on the CPU (PJRT_DEVICE=CPU): the Neuron code path",
         2, "--model", "vit-tiny", "--image-size", "32", "--batch-size", "16", "--workers", "1",

@@ -18,6 +18,9 @@ step's results exist on the host:
   shows up as long first steps followed by steady ones.
 Phase timings (data, forward, backward, optimizer) are reported only on the CPU, where host
 timers measure the work itself; on CUDA and XLA only the data wait is honest without syncs.
+With several CPU ranks, `data` lasts until every rank has its batch (they meet at a barrier):
+a step cannot start before the slowest rank's input is ready, and without the barrier a rank
+starved of input would show as the other ranks' gradient all-reduce wait in `backward`.
 """
 
 from __future__ import annotations
@@ -56,12 +59,55 @@ MODEL_SIZES = {
 }
 
 
-class RandomImages(Dataset):
-    """Deterministic random images: a fixed pool, indexed, so data loading stays cheap."""
+AUGMENT_SCALE = 4
+"""Heavy augmentation works on images this many times larger, as a real pipeline decodes and
+crops a full-size photo before resizing it to the model's input."""
+AUGMENT_BLURS = 6
 
-    def __init__(self, length: int, image_size: int, classes: int, pool: int = 64) -> None:
+
+def heavy_augment(image: torch.Tensor, seed: int) -> torch.Tensor:
+    """Real CPU work per sample, as a heavy augmentation pipeline does: upscale, rotate by a
+    random angle, several Gaussian blurs, a colour jitter, resize back. Deterministic per
+    `seed` (the sample's index)."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(seed)
+    size = image.shape[-1]
+    x = F.interpolate(image[None], scale_factor=AUGMENT_SCALE, mode="bicubic",
+                      align_corners=False)
+    angle = (torch.rand((), generator=g) - 0.5) * (math.pi / 3)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    theta = torch.stack([torch.stack([cos, -sin, torch.zeros(())]),
+                         torch.stack([sin, cos, torch.zeros(())])])[None]
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    x = F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
+    for _ in range(AUGMENT_BLURS):
+        sigma = 1.0 + 2.0 * float(torch.rand((), generator=g))
+        radius = 7
+        taps = torch.arange(-radius, radius + 1, dtype=x.dtype)
+        kernel = torch.exp(-(taps**2) / (2 * sigma**2))
+        kernel = kernel / kernel.sum()
+        channels = x.shape[1]
+        x = F.conv2d(x, kernel.view(1, 1, 1, -1).repeat(channels, 1, 1, 1),
+                     padding=(0, radius), groups=channels)
+        x = F.conv2d(x, kernel.view(1, 1, -1, 1).repeat(channels, 1, 1, 1),
+                     padding=(radius, 0), groups=channels)
+    brightness = 0.8 + 0.4 * torch.rand((), generator=g)
+    contrast = 0.8 + 0.4 * torch.rand((), generator=g)
+    mean = x.mean()
+    x = (x - mean) * contrast + mean * brightness
+    return F.interpolate(x, size=(size, size), mode="area")[0]
+
+
+class RandomImages(Dataset):
+    """Deterministic random images: a fixed pool, indexed, so data loading stays cheap, unless
+    `augment` is "heavy" (heavy_augment per sample: the input pipeline becomes the work)."""
+
+    def __init__(self, length: int, image_size: int, classes: int, pool: int = 64,
+                 augment: str = "none") -> None:
         g = torch.Generator().manual_seed(0)
         self.length = length
+        self.augment = augment
         self.images = torch.randn(pool, 3, image_size, image_size, generator=g)
         self.labels = torch.randint(0, classes, (length,), generator=g)
 
@@ -69,7 +115,10 @@ class RandomImages(Dataset):
         return self.length
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.images[i % len(self.images)], self.labels[i]
+        image = self.images[i % len(self.images)]
+        if self.augment == "heavy":
+            image = heavy_augment(image, i)
+        return image, self.labels[i]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -78,6 +127,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--batch-size", type=int, default=16, help="per worker")
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers per rank")
+    p.add_argument("--augment", choices=["none", "heavy"], default="none",
+                   help="heavy: real CPU work per sample (upscale, rotate, Gaussian blurs, "
+                        "resize) in the DataLoader; with --workers 1 the input pipeline "
+                        "starves the ranks, as in the study's first runs")
     p.add_argument("--steps", type=int, default=500)
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--lr", type=float, default=1e-4)
@@ -155,6 +208,8 @@ def train_eager(args: argparse.Namespace, device_kind: str) -> None:
     data_start = time.perf_counter()
     for step, (images, labels) in enumerate(loader, start=1):
         images, labels = images.to(device, non_blocking=True), labels.to(device)
+        if device_kind == "cpu" and world > 1:
+            dist.barrier()  # `data`: until every rank has its batch (module docstring)
         t_data = time.perf_counter()
         with autocast:
             loss = loss_fn(model(images), labels)
@@ -211,7 +266,7 @@ def train_xla(args: argparse.Namespace) -> None:
 
 def make_loader(args: argparse.Namespace, rank: int, world: int) -> DataLoader:
     length = args.steps * args.batch_size * world
-    dataset = RandomImages(length, args.image_size, args.classes)
+    dataset = RandomImages(length, args.image_size, args.classes, augment=args.augment)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=False)
     return DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
                       num_workers=args.workers, drop_last=True,
@@ -224,8 +279,8 @@ def main(argv: list[str] | None = None) -> None:
     rank = int(os.environ.get("RANK", "0"))
     if rank == 0:
         print(f"runner: model={args.model} image={args.image_size} batch={args.batch_size} "
-              f"workers={args.workers} steps={args.steps} device={device_kind} bf16={args.bf16}",
-              flush=True)
+              f"workers={args.workers} steps={args.steps} device={device_kind} bf16={args.bf16}"
+              f" augment={args.augment}", flush=True)
     torch.manual_seed(0)
     if device_kind == "xla":
         train_xla(args)

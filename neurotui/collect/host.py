@@ -46,10 +46,25 @@ def _command(proc: psutil.Process) -> str:
         return ""
 
 
+def _cpu_num(proc: psutil.Process) -> int | None:
+    """The CPU the process last ran on (field 39 of /proc/PID/stat): the heat map marks the
+    ranks' and workers' CPUs with it. Inside oneshot() it is the stat file already read, so it
+    costs nothing; None where psutil has no such call (macOS)."""
+    get = getattr(proc, "cpu_num", None)
+    if get is None:
+        return None
+    try:
+        value = get()
+    except (psutil.Error, ValueError):
+        return None
+    return value if isinstance(value, int) and value >= 0 else None
+
+
 class ProcessRows:
     """Rows of `procs` events, one per process of the job; cpu is percent of one core since
-    the previous sample. A process's role is worked out once (its command line read once), not
-    at every sample: with 32 ranks and their workers that was most of a sample's cost."""
+    the previous sample, cpu_num the CPU it last ran on. A process's role is worked out once
+    (its command line read once), not at every sample: with 32 ranks and their workers that
+    was most of a sample's cost."""
 
     def __init__(self) -> None:
         self._roles: dict[tuple[int, float, str], str] = {}
@@ -61,12 +76,12 @@ class ProcessRows:
             try:
                 with proc.oneshot():  # one read of /proc/PID/stat for all of these
                     seen.append((proc, proc.ppid(), proc.name(), proc.cpu_percent(),
-                                 proc.memory_info().rss, proc.create_time()))
+                                 proc.memory_info().rss, proc.create_time(), _cpu_num(proc)))
             except psutil.Error:
                 continue
         parents = {proc.pid: ppid for proc, ppid, *_ in seen}
         launcher_is_torchrun = False
-        for proc, _, _, _, _, created in seen:
+        for proc, _, _, _, _, created, _ in seen:
             if proc.pid == leader_pid:
                 key = (proc.pid, created)
                 if key not in self._torchrun:
@@ -75,7 +90,7 @@ class ProcessRows:
                 launcher_is_torchrun = self._torchrun[key]
         rows = []
         roles: dict[tuple[int, float, str], str] = {}
-        for proc, ppid, name, cpu, rss, created in seen:
+        for proc, ppid, name, cpu, rss, created, cpu_num in seen:
             # A process that execs (a worker becoming neuronx-cc) keeps its pid and start
             # time but not its name: the role is asked again then.
             key = (proc.pid, created, name)
@@ -84,7 +99,10 @@ class ProcessRows:
                 role = process_role(name, _command(proc), proc.pid, leader_pid, parents,
                                     launcher_is_torchrun)
             roles[key] = role
-            rows.append({"pid": proc.pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
-                         "rss": rss})
+            row = {"pid": proc.pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
+                   "rss": rss}
+            if cpu_num is not None:
+                row["cpu_num"] = cpu_num
+            rows.append(row)
         self._roles = roles  # only the living are remembered
         return rows

@@ -29,9 +29,17 @@ from neurotui import metrics
 from neurotui.live import alerts as rules
 from neurotui.live.budget import Budget
 from neurotui.live.clock import Clock
+from neurotui.live.cpuheat import NO_MARKS, CpuHeatHistory, CpuHistory, CpuMarks, cpu_marks
 from neurotui.live.history import HistorySeries
 from neurotui.live.stepstate import RECENT, StepState
 from neurotui.metrics import finite_or_none as _num
+from neurotui.metrics.breakdown import (
+    NO_PHASES_NOTE,
+    BreakdownHistory,
+    Growth,
+    PhaseSplit,
+    StepBreakdown,
+)
 from neurotui.session.columns import Columns
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import SessionStatus, session_status
@@ -98,6 +106,8 @@ class ThroughputState:
     note: str | None
     source: str | None = None
     """Where the step figures come from ("automatic probe (host-side, xla)")."""
+    breakdown: BreakdownState | None = None
+    """The step breakdown, whose one line the panel shows when phases are recorded."""
     dataset_size: float | None = None
     """Samples in an epoch (the run's --dataset-size), or None when not given."""
     epoch: metrics.Projection | None = None
@@ -132,6 +142,10 @@ class HostState:
     load: tuple[float, ...] | None
     note: str | None
     age_s: float | None
+    heat: CpuHistory | None = None
+    """Every CPU over the last samples (the heat map); None before the first sample."""
+    marks: CpuMarks = NO_MARKS
+    """The CPUs the ranks and DataLoader workers last ran on (latest process sample)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,8 @@ class ProcRow:
     role: str
     cpu: float | None
     rss: float | None
+    cpu_num: int | None = None
+    """The CPU it last ran on; None when not recorded (sessions from before it was)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +171,22 @@ class ProcsState:
 
 
 @dataclass(frozen=True)
+class BreakdownState:
+    """Where a step's time goes (metrics/breakdown.py): the job's and each rank's split of
+    its recent steady steps, the job's shares over time, the phase that grew."""
+
+    job: PhaseSplit | None
+    ranks: tuple[PhaseSplit, ...]
+    history: BreakdownHistory | None
+    grew: Growth | None
+    """The job's phase that grew against its steady baseline (job.grew)."""
+    note: str | None
+    """Why there is no split: no phases recorded (and how to add them), or not steady yet."""
+    source: str | None = None
+    """What the phases are: the script's own, or the automatic probe's data wait and rest."""
+
+
+@dataclass(frozen=True)
 class DashboardState:
     now: float
     header: HeaderState
@@ -165,6 +197,7 @@ class DashboardState:
     alerts: tuple[rules.Alert, ...]
     ranks: tuple[int, ...]
     problems: str | None = None
+    breakdown: BreakdownState | None = None
 
 
 class _SeriesMeans:
@@ -224,10 +257,15 @@ class DashboardModel:
         self._alerts_phase = ""
         self._util_means = {k: _SeriesMeans(_mean_util) for k in ("neuron", "gpu")}
         self._cpu_means = _SeriesMeans(_mean_cpu)
+        self._cpu_heat = CpuHeatHistory()
         self._steady: metrics.SteadyState | None = None
         self._steady_dirty = True
         self._steady_at = 0.0
         self._phases_tail: Columns | None = None
+        self._breakdown_of: object = None
+        """The tracker the breakdown kept was worked out from (a new one after a reset)."""
+        self._breakdown_key: tuple[int, int] | None = None
+        self._breakdown: StepBreakdown = StepBreakdown(None, ())
         self._compiles_n = -1
         self._compiles = Columns()
         self.steps = self._new_steps()
@@ -293,9 +331,12 @@ class DashboardModel:
             self._alerts_budget.spent(started)
         problems = reader.problems.summary()
         alerts = self._alerts + ((rules.unreadable(problems),) if problems else ())
-        return DashboardState(now=now, header=header, throughput=throughput,
+        breakdown = self._step_breakdown(view_now)
+        return DashboardState(now=now, header=header,
+                              throughput=replace(throughput, breakdown=breakdown),
                               accelerator=accel, host=host, procs=procs, alerts=alerts,
-                              ranks=tuple(sorted(self.steps.ranks)), problems=problems)
+                              ranks=tuple(sorted(self.steps.ranks)), problems=problems,
+                              breakdown=breakdown)
 
     def _steady_grew(self) -> bool:
         return not self._steady_budget.enabled or self._steady is None or \
@@ -316,7 +357,7 @@ class DashboardModel:
             taken = self.reader.take_steps()
             if taken is None:  # a new reader has handed nothing out yet: cannot happen
                 return 0
-        self.steps.add(taken.steps)
+        self.steps.add(taken.steps, phases=taken.phases)
         if len(taken.phases):
             tail = taken.phases if self._phases_tail is None else Columns.concat(
                 [self._phases_tail, taken.phases])
@@ -349,13 +390,10 @@ class DashboardModel:
         price_info = meta.get("price") or {}
         price = _num(price_info.get("usd_per_hour"))
         instance = (meta.get("instance") or {}).get("type")
-        if price is not None:
-            bits = [str(price_info.get(k)) for k in ("source", "as_of") if price_info.get(k)]
-            price_note = ", ".join(bits)
-        else:
-            price_note = str(price_info.get("note") or (
-                "no price: instance type unknown" if not instance else
-                f"no price known for {instance}"))
+        # Why there is no price is the throughput panel's (spd_note, by its samples/$):
+        # the header marks only that there is none.
+        bits = [str(price_info.get(k)) for k in ("source", "as_of") if price_info.get(k)]
+        price_note = ", ".join(bits) if price is not None else ""
         cost = metrics.cost_so_far(price, started, now, _num(meta.get("ended_at")))
         step = self.steps.latest_step()
         target = _int((meta.get("config") or {}).get("step_target"))
@@ -370,10 +408,8 @@ class DashboardModel:
             else:
                 proj = metrics.project_to_step(step, target, steady.step_time_median, price,
                                                cost, view_now)
-                if proj is not None:
+                if proj is not None:  # (no price: no projected cost, the header marks it)
                     eta, projected = proj.remaining_s, proj.total_usd
-                    if projected is None:
-                        note = "no price"
         return HeaderState(
             session=str(meta.get("id") or meta.get("name") or self.reader.dir.name),
             instance=str(instance) if instance else None, price_per_hour=price,
@@ -397,7 +433,8 @@ class DashboardModel:
         rows = tuple(RankRow(rank, median, n, latest[rank].last_step, rank in stragglers,
                              silent.get(rank))
                      for rank, (median, n) in medians.items())
-        history = steps.history.series(view_now) if steps.history is not None else None
+        history = (steps.history.series(view_now, self._compile_table().floats("t"))
+                   if steps.history is not None else None)
         return ThroughputState(
             now_sps=now_sps, steady=steady,
             steady_age_s=max(0.0, view_now - self._steady_at) if steady is not None else 0.0,
@@ -406,7 +443,7 @@ class DashboardModel:
             spd_steady=metrics.samples_per_dollar(steady.samples_per_s if steady else None,
                                                   price),
             spd_all_in=metrics.all_in_samples_per_dollar(steps.total_samples, cost),
-            spd_note="" if price is not None else "no price",
+            spd_note="" if price is not None else price_reason(meta),
             total_samples=steps.total_samples, last_loss=steps.last_loss,
             note=None if steps.ranks else "no step recorded yet",
             dataset_size=size, epoch=metrics.per_epoch(
@@ -415,6 +452,29 @@ class DashboardModel:
             source=metrics.step_sources(steps.sources,
                                         list(self.reader.events.get("probe_info", ())),
                                         self.reader.samples_from))
+
+    def _step_breakdown(self, view_now: float) -> BreakdownState:
+        tracker = self.steps.breakdown
+        compiles = self._compile_table()
+        # Worked out again only when steps or compile events came (a quiet or paused view
+        # costs nothing); the history moves with the clock, and is cheap (a few buckets).
+        key = (tracker.version, self._compiles_n)
+        if tracker is not self._breakdown_of or key != self._breakdown_key:
+            self._breakdown = tracker.result(compiles)
+            self._breakdown_of, self._breakdown_key = tracker, key
+        found = self._breakdown
+        note = None
+        if found.job is None:
+            note = ("no step recorded yet" if not self.steps.ranks else NO_PHASES_NOTE
+                    if not tracker.names else
+                    f"phases recorded: the step breakdown starts after warm-up (each "
+                    f"rank's first {self.steps.warmup_steps} steps are left out)")
+        source = None
+        if tracker.names:
+            source = ("automatic probe: data = waiting for the DataLoader, step = the rest"
+                      if self.steps.sources == {"auto"} else "the script's probe.step phases")
+        return BreakdownState(found.job, found.ranks, tracker.history(view_now),
+                              found.job.grew if found.job is not None else None, note, source)
 
     def _accelerator(self, now: float) -> AcceleratorState:
         events = self.reader.events
@@ -450,7 +510,8 @@ class DashboardModel:
         load = last.get("load")
         return HostState(cpu, history, _num(last.get("mem_used")), _num(last.get("mem_total")),
                          tuple(float(x) for x in load) if isinstance(load, list) else None,
-                         None, now - float(last["t"]))
+                         None, now - float(last["t"]), heat=self._cpu_heat.update(series),
+                         marks=cpu_marks(self.reader.last("procs")))
 
     def _procs(self, now: float) -> ProcsState:
         last = self.reader.last("procs")
@@ -512,10 +573,21 @@ def process_tree(procs: list[Mapping[str, Any]]) -> list[ProcRow]:
             continue
         seen.add(pid)
         p = by_pid[pid]
+        cpu_num = p.get("cpu_num")
         out.append(ProcRow(pid, depth, str(p.get("name") or "?"), str(p.get("role") or "?"),
-                           _num(p.get("cpu")), _num(p.get("rss"))))
+                           _num(p.get("cpu")), _num(p.get("rss")),
+                           cpu_num if isinstance(cpu_num, int) and cpu_num >= 0 else None))
         stack.extend((c, depth + 1) for c in reversed(children.get(pid, [])))
     return out
+
+
+def price_reason(meta: Mapping[str, Any]) -> str:
+    """Why a session has no price, without the "no price: " its note starts with."""
+    price_info = meta.get("price") or {}
+    instance = (meta.get("instance") or {}).get("type")
+    note = str(price_info.get("note") or (
+        "instance type unknown" if not instance else f"no price known for {instance}"))
+    return note.removeprefix("no price: ")
 
 
 def _no_accelerator_note(events: Mapping[str, Any]) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 from neurotui import metrics
 from neurotui.live.history import RunHistory
+from neurotui.metrics.breakdown import BreakdownTracker
 from neurotui.metrics.ranks import last_compiles
 from neurotui.session.columns import Columns
 from neurotui.session.reader import STEP_SOURCES
@@ -69,6 +70,8 @@ class StepState:
             RunHistory(started_at) if started_at is not None else None)
         self.clock = metrics.StepClock(warmup_steps)
         self.tracker = metrics.SteadyTracker(warmup_steps)
+        self.breakdown = BreakdownTracker(started_at)
+        """The step breakdown (metrics/breakdown.py): phase rows joined to these steps."""
         self.total_samples = 0.0
         self.rows = 0
         self.late_rows = 0
@@ -81,8 +84,10 @@ class StepState:
         """The `src` of the rows taken (probe, auto, log): where the figures come from."""
 
     # -- taking rows in ------------------------------------------------------------------
-    def add(self, new: Columns | pd.DataFrame, chunk: int = 100_000) -> None:
-        """Take in rows handed over only once each (SessionReader.take_steps), in time order.
+    def add(self, new: Columns | pd.DataFrame, chunk: int = 100_000, *,
+            phases: Columns | pd.DataFrame | None = None) -> None:
+        """Take in rows handed over only once each (SessionReader.take_steps), in time order;
+        `phases`: the phase rows handed over with them (TakenSteps.phases).
 
         The reader merges several files by time, so rows of one rank may come later than rows
         already taken of other ranks: new rows are found per rank, as those after the rank's
@@ -94,8 +99,10 @@ class StepState:
         new = Columns.of(new)
         fresh = self._new_rows(new) if self.clock.carry else new
         self.late_rows += len(new) - len(fresh)
+        self.breakdown.stage(phases)
         for start in range(0, len(fresh), chunk):
             self._ingest(fresh.rows(slice(start, start + chunk)))
+        self.breakdown.stage(None)  # unclaimed phase rows (of rows left out) go
         self.rows += len(fresh)
 
     def _new_rows(self, df: Columns) -> Columns:
@@ -135,18 +142,21 @@ class StepState:
         order = np.argsort(key, kind="stable")
         ordered = key[order]
         cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-        all_t, all_st, all_sc = [], [], []
+        all_t, all_st, all_sc, all_past = [], [], [], []
         for idx in np.split(order, cuts):
             a, r = int(attempt[idx[0]]), int(rank[idx[0]])
             cols = self.clock.take(a, r, t[idx], step[idx], dt[idx], samples[idx])
             all_t.append(cols["t"])
             all_st.append(cols["step_time"])
             all_sc.append(cols["samples_covered"])
+            all_past.append(cols["past"])
             self.tracker.add_group(a, r, cols["t"], cols["past"], cols["step_time"],
                                    cols["samples"])
+            self.breakdown.add_group(a, r, cols["t"], cols["past"], cols["step_time"])
             self._remember(a, r, cols)
         t_cat, sc = np.concatenate(all_t), np.concatenate(all_sc)
-        self.history.add(t_cat, np.concatenate(all_st), sc)
+        # Warm-up flags: the history draws slow warm-up (compile) steps apart from its scale.
+        self.history.add(t_cat, np.concatenate(all_st), sc, np.concatenate(all_past))
         self.total_samples += float(np.nansum(sc))
 
     def _remember(self, attempt: int, rank: int, cols: dict[str, np.ndarray]) -> None:

@@ -20,7 +20,10 @@ tests/unit/test_metrics_forms.py holds each pair equal on random runs in random 
 - ranks: per-rank medians, stragglers, stalled ranks (`rank_step_times`, `stalled_ranks` |
   `rank_median`, `stalled`);
 - phases: where the run is (`phase` | `phase_of`);
-- cost: money, samples per dollar, projections; sources: where the steps come from.
+- cost: money, samples per dollar, projections; sources: where the steps come from;
+- breakdown: where a step's time goes, per step phase (`step_breakdown`,
+  `breakdown_history` | `BreakdownTracker`; held equal in tests/unit/test_breakdown.py), and
+  each phase's steady median for compare (`steady_phase_medians`).
 
 May import: numpy, pandas, neurotui.defaults. Nothing else of neurotui imports into here.
 """

@@ -35,7 +35,9 @@ from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardStat
 from neurotui.session.reader import SessionFormatError, SessionReader
 from neurotui.session.status import SessionStatus
 from neurotui.ui.messages import JobActionAnswered, LogLines, StateUpdated
+from neurotui.ui.screens.breakdown import BreakdownScreen
 from neurotui.ui.screens.confirm_stop import ConfirmStop
+from neurotui.ui.screens.cpu_heat import CpuHeatScreen
 from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HelpScreen
 from neurotui.ui.themes import DARK, LIGHT, THEMES
@@ -65,6 +67,10 @@ class DashboardApp(App[int]):
         Binding("A", "adopt", "Adopt job",
                 tooltip="its supervisor died: start a new one that takes the job over"),
         Binding("c", "compare", "Compare"),
+        # Out of the footer (at 80 columns it would push Help off): the host panel's title
+        # names the key, as do the help and the command palette.
+        Binding("h", "cpu_heat", "CPU heat map", show=False),
+        Binding("b", "breakdown", "Step breakdown", show=False),
         Binding("left_square_bracket", "rank(-1)", "Rank", key_display="["),
         Binding("right_square_bracket", "rank(1)", "Rank", key_display="]"),
         Binding("e", "toggle_stream", "stdout/stderr", show=False),
@@ -76,7 +82,7 @@ class DashboardApp(App[int]):
     ]
     ascii_mode: reactive[bool] = reactive(False)
     dashboard_actions = frozenset({"stop_training", "adopt", "compare", "rank", "toggle_stream",
-                                   "zoom", "unzoom"})
+                                   "zoom", "unzoom", "cpu_heat", "breakdown"})
     """Keys that act on the dashboard: they rest while another screen is over it."""
 
     def __init__(self, session_dir: Path, *, clock: Clock | None = None,
@@ -218,6 +224,10 @@ class DashboardApp(App[int]):
         before = self.last_state
         self.last_state = message.state
         self.dashboard.show_state(message.state)
+        if isinstance(self.screen, CpuHeatScreen):  # it follows the frames too
+            self.screen.show_state(message.state)
+        if isinstance(self.screen, BreakdownScreen):  # so does the step breakdown
+            self.screen.show_state(message.state)
         if before is None or before.header.status != message.state.header.status:
             self.refresh_bindings()  # keys that depend on it (adopt) come and go
 
@@ -255,6 +265,16 @@ class DashboardApp(App[int]):
 
         if not isinstance(self.screen, CompareScreen):
             self.push_screen(CompareScreen(self.session_dir.parent, chosen=[self.session_dir]))
+
+    def action_cpu_heat(self) -> None:
+        """The CPU heat map on the whole screen (escape returns)."""
+        if not isinstance(self.screen, CpuHeatScreen):
+            self.push_screen(CpuHeatScreen(self.last_state))
+
+    def action_breakdown(self) -> None:
+        """Where a step's time goes, on the whole screen (escape returns)."""
+        if not isinstance(self.screen, BreakdownScreen):
+            self.push_screen(BreakdownScreen(self.last_state, replay=self.dashboard.replay))
 
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT.name if self.current_theme.dark else DARK.name
@@ -354,6 +374,11 @@ class DashboardApp(App[int]):
         yield SystemCommand("Help", "Keys and what the panels show", self.action_help)
         yield SystemCommand("Compare sessions", "This run beside others, like the study's "
                             "table", self.action_compare)
+        yield SystemCommand("CPU heat map", "Every CPU over time on the whole screen, the "
+                            "ranks' and DataLoader workers' CPUs marked", self.action_cpu_heat)
+        yield SystemCommand("Step breakdown", "Where a step's time goes: data loading, "
+                            "forward, backward... per rank and over time",
+                            self.action_breakdown)
         yield SystemCommand("Light / dark", "Switch between the light and dark theme",
                             self.action_toggle_theme)
         yield SystemCommand("ASCII mode", "Draw charts with plain ASCII characters",

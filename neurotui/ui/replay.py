@@ -31,12 +31,15 @@ from neurotui.session.status import SessionStatus
 from neurotui.session.timeline import Timeline, TimelineView, parse_position
 from neurotui.ui.app import DEFAULT_INTERVAL_S, DashboardApp, env_interval
 from neurotui.ui.messages import LogLines
+from neurotui.ui.screens.breakdown import BreakdownScreen
+from neurotui.ui.screens.cpu_heat import CpuHeatScreen
 from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HELP, REPLAY_HELP, HelpScreen
 from neurotui.ui.widgets.logs import LogPanel
 from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE
 
 PLAYING_FRAME_S = 0.5
+PLAYER_ACTIONS = frozenset({"play", "speed", "seek", "seek_start", "seek_end", "go_to"})
 """Seconds between frames while playing at a timed speed (paused: the app's interval)."""
 
 
@@ -171,6 +174,8 @@ class ReplayApp(DashboardApp):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("stop_training", "adopt"):
             return False  # a recording has nothing to stop or adopt: hidden from the footer
+        if action in PLAYER_ACTIONS and isinstance(self.screen, CpuHeatScreen | BreakdownScreen):
+            return True  # these follow the cursor: play and seek from them too
         return super().check_action(action, parameters)
 
     # -- frames (in the poll worker) --------------------------------------------------------

@@ -152,3 +152,55 @@ def cpu_only_session(root: Path) -> Path:
 
 def empty_session(root: Path) -> Path:
     return Recorder(root, "20260101-140000-empty").close()
+
+
+RANK_CPUS = (5, 100)
+WORKER_CPUS = (17, 101)
+"""many_cpus_session(starved=True): each rank and its one DataLoader worker ran there last."""
+WARM_UP_S = 30
+
+
+def many_cpus_session(root: Path, starved: bool = True, seconds: int = 250,
+                      cpus: int = 192) -> Path:
+    """A trn2.48xlarge-sized host (192 vCPUs), one sample a second for `seconds`. For the
+    first WARM_UP_S the ranks compile (their CPUs pinned, the workers idle). Then, starved:
+    each rank has one DataLoader worker doing heavy augmentation, whose CPU is pinned while
+    the rank's waits at about half busy and the rest idle. Healthy: each rank has 8 workers
+    on CPUs of their own, each moderately busy, and no CPU is pinned. `procs` rows carry
+    `cpu_num` (the CPU each process last ran on)."""
+    name = "20260101-150000-starved" if starved else "20260101-150000-healthy"
+    rec = Recorder(root, name, instance={"type": "trn2.48xlarge", "source": "imds",
+                                         "region": "us-east-1"})
+    gib = 2**30
+    rank_load, worker_load = (55.0, 100.0) if starved else (80.0, 35.0)
+    rows: list[dict[str, Any]] = [{"pid": 5000, "ppid": 4999, "name": "torchrun",
+                                   "role": "launcher", "cpu": 1.0, "rss": gib, "cpu_num": 0}]
+    warm = [2.0] * cpus
+    load = [2.0] * cpus
+    pid = 5001
+    for rank, rank_cpu in enumerate(RANK_CPUS):
+        rank_pid = pid
+        rows.append({"pid": rank_pid, "ppid": 5000, "name": "python", "role": "rank",
+                     "cpu": rank_load, "rss": 4 * gib, "cpu_num": rank_cpu})
+        warm[rank_cpu], load[rank_cpu] = 100.0, rank_load
+        pid += 1
+        worker_cpus = [WORKER_CPUS[rank]] if starved else \
+            [rank_cpu + 20 + i for i in range(8)]
+        for cpu in worker_cpus:
+            rows.append({"pid": pid, "ppid": rank_pid, "name": "pt_data_worker",
+                         "role": "worker", "cpu": worker_load, "rss": gib // 2,
+                         "cpu_num": cpu})
+            load[cpu] = worker_load
+            pid += 1
+    for n in range(1, seconds):
+        for rank in (0, 1):
+            rec.step(T0 + n, rank, n, 1.0)
+    for s in range(seconds):
+        # A little deterministic wobble, as real samples have (pinned ones stay >= 90%).
+        base = warm if s < WARM_UP_S else load
+        cpu = [min(100.0, v + (c * 7 + s * 3) % 5 - (4 if v >= 99 else 0))
+               for c, v in enumerate(base)]
+        rec.event(T0 + s, "host", cpu=cpu, mem_used=200 * gib, mem_total=2048 * gib,
+                  load=[6.0, 5.5, 5.0])
+        rec.event(T0 + s, "procs", procs=rows)
+    return rec.close()

@@ -31,7 +31,7 @@ async def test_essentials_at_80x24(ref: Path) -> None:
         await settle(pilot)
         text = screen_text(app)
     for expected in ("trn1.2xlarge", "$1.34/h", "00:01:10", "STEADY", "step 120/500", "ETA",
-                     "samples/s", "straggler", "NeuronCore", "per cpu", "PID",
+                     "samples/s", "straggler", "NeuronCore", "4 per row (max)", "PID",
                      "CPU-bound input", "Log: rank 0 stdout", "training continues",
                      "S Stop training"):
         assert expected in text, expected
@@ -182,8 +182,8 @@ async def test_missing_data_is_said_not_zeroed(tmp_path: Path) -> None:
         await settle(pilot)
         text = screen_text(app)
     assert "no accelerator telemetry: neuron-monitor not" in text  # wrapped in its panel
-    assert "no price" in text and "instance unknown" in text
-    assert "samples/$ n/a (no price)" in text
+    assert "price ?" in text and "instance unknown" in text
+    assert "samples/$ n/a  no price: instance type unknown" in text  # why, by the figure
     assert "no process sample recorded yet" in text
 
 
@@ -244,7 +244,10 @@ async def test_zoom_a_panel_and_back(ref: Path) -> None:
         await pilot.press("z")
         await pilot.pause()
         assert isinstance(app.screen.maximized, HostPanel)
-        assert "   0 ████ 100%" in screen_text(app)  # per-CPU bars once it has the room
+        text = screen_text(app)
+        # A heat-map row per CPU once it has the room (grouped 4 a row before), each with
+        # its latest load.
+        assert "Host: 8 CPUs ·" in text and "████  100%" in text
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen.maximized is None

@@ -116,6 +116,25 @@ async def test_table_shows_what_compare_rows_computes(root: Path) -> None:
         assert "loading" not in notes(app)
 
 
+async def test_a_column_per_step_phase_and_how_to_add_them(root: Path) -> None:
+    """The CPU sample's runner reports data, forward, backward and optimizer; the XLA sample
+    none: its phase cells are n/a and the notes say how to report them."""
+    app = CompareApp(root, [root / GLOO, root / XLA], ascii_mode=False)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#compare-table", DataTable)
+        headers = [str(c.label) for c in table.columns.values()]
+        assert headers[-4:] == ["DATA", "FORWARD", "BACKWARD", "OPTIMIZER"]  # last
+        by_session = {str(table.get_cell(k, "session")): k for k in table.rows}
+        gloo = [str(table.get_cell(by_session[GLOO], f"phase_{n}_s"))
+                for n in ("data", "forward", "backward", "optimizer")]
+        xla = [str(table.get_cell(by_session[XLA], f"phase_{n}_s"))
+               for n in ("data", "forward", "backward", "optimizer")]
+        assert all(cell.endswith(" ms") for cell in gloo) and xla == ["n/a"] * 4
+        assert f"no step phases recorded in {XLA}" in notes(app)
+        assert "probe.step(" in notes(app) and "phases=" in notes(app)
+
+
 async def test_picking_sessions_in_the_picker(root: Path) -> None:
     app = CompareApp(root, ascii_mode=False)
     async with app.run_test(size=(120, 40)) as pilot:

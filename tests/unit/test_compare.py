@@ -31,7 +31,8 @@ FIRST = 1010.0  # 10 s of start-up and compile before the first step's work
 def make_session(root: Path, name: str, *, instance: str | None, price: float | None,
                  dt: float, ranks: int = 2, batch: int = 16, steps: int = 50,
                  workers: int | None = None, exit: dict[str, Any] | None = None,
-                 running: bool = False, **meta: Any) -> Path:
+                 running: bool = False, phases: dict[str, float] | None = None,
+                 **meta: Any) -> Path:
     d = root / name
     (d / layout.PROBE_DIR).mkdir(parents=True)
     end = FIRST + steps * dt
@@ -50,7 +51,7 @@ def make_session(root: Path, name: str, *, instance: str | None, price: float | 
     for r in range(ranks):
         layout.probe_path(d, r).write_text("".join(
             json.dumps({"t": FIRST + i * dt, "kind": "step", "rank": r, "step": i,
-                        "samples": batch, "loss": 1.0, "dt": dt, "phases": None,
+                        "samples": batch, "loss": 1.0, "dt": dt, "phases": phases,
                         "src": "probe", "attempt": 0}) + "\n" for i in range(1, steps + 1)))
     (d / layout.EVENTS).write_text(
         json.dumps({"t": STARTED + 1, "kind": "proc_start", "attempt": 0, "pid": 1, "pgid": 1,
@@ -192,6 +193,39 @@ def test_csv(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for key in ("usd_per_hour", "samples_per_dollar_steady", "relative_price_performance",
                 "workers", "instance_type"):
         assert laptop[key] == "", key  # missing: empty, not 0
+
+
+def test_a_column_per_step_phase(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each phase the runs reported: its median over the steady steps (ms), in the last columns; a
+    run that reported none shows n/a (never a guess) and the footnote says how to add them."""
+    make_session(root, "20260101-130000-starved", instance=None, price=None, dt=0.1,
+                 phases={"data": 0.06, "forward": 0.01, "backward": 0.02, "optimizer": 0.005})
+    make_session(root, "20260101-140000-auto", instance=None, price=None, dt=0.1,
+                 phases={"data": 0.002, "step": 0.098})
+    code, out, _ = cli(root, "starved", "auto", "laptop", capsys=capsys)
+    assert code == 0
+    lines = out.splitlines()
+    header = lines[0].split()
+    assert header[-7:] == ["ALERTS", "DATA", "FORWARD", "BACKWARD", "OPTIMIZER", "STEP",
+                           "PHASE"]
+    starved, auto, laptop = (line.split() for line in lines[1:4])
+    assert starved[-9:] == ["60.0", "ms", "10.0", "ms", "20.0", "ms", "5.0", "ms", "n/a"]
+    assert auto[-7:] == ["2.0", "ms", "n/a", "n/a", "n/a", "98.0", "ms"]
+    assert laptop[-5:] == ["n/a"] * 5
+    assert "no step phases recorded in 20260101-120000-laptop: one call per step, " \
+           'probe.step(samples=16, phases={"data": 0.01, "forward": 0.05})' in out
+    code, out, _ = cli(root, "starved", "laptop", "--format", "csv", capsys=capsys)
+    starved_row, laptop_row = csv.DictReader(io.StringIO(out))
+    assert float(starved_row["phase_data_s"]) == pytest.approx(0.06)
+    assert laptop_row["phase_data_s"] == "" and "phase_step_s" not in laptop_row
+    code, out, _ = cli(root, "starved", "laptop", "--format", "json", capsys=capsys)
+    starved_json, laptop_json = json.loads(out)
+    assert starved_json["phase_optimizer_s"] == pytest.approx(0.005)
+    assert laptop_json["phase_optimizer_s"] is None
+    frame = compare.compare_frame([root / "20260101-130000-starved",
+                                   root / "20260101-120000-laptop"])
+    assert frame["phase_backward_s"].tolist()[0] == pytest.approx(0.02)
+    assert math.isnan(frame["phase_backward_s"].tolist()[1])
 
 
 def test_an_epoch_on_each_instance(root: Path, capsys: pytest.CaptureFixture[str]) -> None:

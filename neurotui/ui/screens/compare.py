@@ -31,11 +31,13 @@ from neurotui import fmt
 from neurotui.compare import (
     COLUMNS,
     MISSING,
+    Column,
     LoadedSession,
     compare_rows,
     format_value,
     load_session,
     overlay_bucket_s,
+    table_columns,
     throughput_overlay,
 )
 from neurotui.session.paths import list_sessions
@@ -260,26 +262,28 @@ class CompareScreen(Screen[None]):
         keep = None
         if table.row_count and table.is_valid_row_index(table.cursor_row):
             keep = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        columns = table_columns(rows)  # a column per step phase the runs reported
         cells = [[Text(BASELINE_LABEL if row["baseline"] else "", style="bold"),
-                  *row_cells(row)] for row in rows]
-        self._set_columns(table, cells)
+                  *row_cells(row, columns)] for row in rows]
+        self._set_columns(table, cells, columns)
         for row, shown in zip(rows, cells, strict=True):
             table.add_row(*shown, key=row["path"])
         if keep is not None and keep in {row["path"] for row in rows}:
             table.move_cursor(row=table.get_row_index(keep))
 
     @staticmethod
-    def _set_columns(table: DataTable[Text], cells: list[list[Text]]) -> None:
+    def _set_columns(table: DataTable[Text], cells: list[list[Text]],
+                     columns: Sequence[Column] = COLUMNS) -> None:
         """Empty the table and size its columns to the header and `cells` (a mark column for
-        the baseline, then COLUMNS). Sized here, not by the table: a DataTable measures its
+        the baseline, then `columns`). Sized here, not by the table: a DataTable measures its
         columns when idle, and a frame drawn before that stays cached at the old widths
         (Textual #3533), which a loaded machine showed as a row cut short."""
-        headers = [Text(""), *(Text(c.header) for c in COLUMNS)]
+        headers = [Text(""), *(Text(c.header) for c in columns)]
         widths = [max([h.cell_len, *(row[i].cell_len for row in cells)])
                   for i, h in enumerate(headers)]
         table.clear(columns=True)
         table.add_column(headers[0], key=MARK_COLUMN, width=widths[0])
-        for column, header, width in zip(COLUMNS, headers[1:], widths[1:], strict=True):
+        for column, header, width in zip(columns, headers[1:], widths[1:], strict=True):
             table.add_column(header, key=column.key, width=width)
         table.fixed_columns = 2  # the mark and the session's name stay when scrolling sideways
 
@@ -300,6 +304,11 @@ class CompareScreen(Screen[None]):
                 f"no price recorded for {', '.join(visible_text(n) for n in unpriced)}: "
                 "PRICE/H, SAMPLES/$ and RELATIVE are n/a (run with --instance-type or "
                 "--price-per-hour)", MUTED))
+        unphased = [visible_text(row["session"]) for row in self.rows if not row.get("phases_s")]
+        if unphased:  # how to get the phase columns, never a guess at them
+            lines.append(Content.styled(
+                f"no step phases recorded in {', '.join(unphased)}: one probe.step(..., "
+                "phases={\"data\": ..., \"forward\": ...}) call per step reports them", MUTED))
         if self.failure:
             lines.append(Content.styled(visible_text(self.failure), ERROR))
         for path, error in self.errors.items():
@@ -353,10 +362,10 @@ class CompareScreen(Screen[None]):
             self.app.exit()
 
 
-def row_cells(row: dict[str, Any]) -> list[Text]:
+def row_cells(row: dict[str, Any], columns: Sequence[Column] = COLUMNS) -> list[Text]:
     """The table's cells of one row, formatted as `neurotui compare` does: missing is n/a."""
     cells = []
-    for column in COLUMNS:
+    for column in columns:
         value = format_value(row.get(column.key), column.kind)
         if column.key == "cores_used" and value != MISSING and \
                 fmt.known(row.get("cores_available")):

@@ -16,6 +16,9 @@ Keys
   S           stop training (asks first): SIGINT, then SIGTERM, then SIGKILL
   A           adopt the job, when its supervisor died: a new one records it again
   c           compare this run with other sessions side by side (escape returns)
+  h           CPU heat map on the whole screen: every CPU over time (escape returns)
+  b           step breakdown: where a step's time goes, per rank and over time
+              (escape returns)
   [ ]         previous / next rank in the log panel (the launcher log comes first)
   e           log panel: switch between the rank's stdout and stderr
   tab         move between panels;  z  zoom the focused panel;  escape  unzoom
@@ -31,9 +34,16 @@ Panels
               straggler marked; samples per dollar now, steady, and all-in (the
               whole bill so far, compile and idle time included)
   Accelerator per NeuronCore / GPU utilisation and memory, or why there is none
-  Host        per-CPU utilisation (cells; pinned ones stand out), memory, load
+  Host        CPU heat map: a row per CPU (grouped, busiest shown, when they do not
+              fit), time to the right, darker = busier, pinned (>= 90%) coloured;
+              R / W: a rank / DataLoader worker last ran on a CPU of the row; memory, load
   Processes   the job's process tree with CPU% (of one core) and RSS
   Alerts      each with the numbers it was raised on
+  Breakdown   (b) each step phase's share of the step (data loading, forward,
+              backward, optimizer, as the script reports them with
+              probe.step(phases=...)): median ms of the last 50 steady steps, the
+              job and each rank, each phase's share over time, and the phase whose
+              median grew >= 10% against the first steady steps (marked with ▲)
   Log         the chosen log's tail, shown literally (escapes appear as \\x1b...)
 
 Missing numbers are shown as n/a with the reason, never as zero.

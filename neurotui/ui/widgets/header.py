@@ -48,29 +48,55 @@ class SessionHeader(Widget):
                         f"{fmt.size(total)})")
             return Content.styled(f" neurotui: reading the session...{read}", MUTED)
         width = self.content_size.width
-        return Content("\n").join([self._first(s, width), self._second(s, width)])
+        first, phase_shown = self._first(s, width)
+        return Content("\n").join([first, self._second(s, width, not phase_shown)])
 
-    def _first(self, s: HeaderState, width: int) -> Content:
-        phase = (f" {s.phase.upper()} ", f"reverse {PHASE_STYLES.get(s.phase, VALUE)}")
-        price = (fmt.usd(s.price_per_hour) + "/h", VALUE) if s.price_per_hour is not None \
-            else ("no price", WARN)
-        # Where the price comes from (or why there is none), when the line has room.
-        note = ("", "")
-        if width >= 120 and s.price_note:
-            note = (f" ({s.price_note.removeprefix('no price: ')})", MUTED)
-        right = Content.assemble(
-            (s.instance or "instance unknown", VALUE if s.instance else MUTED), "  ", price,
-            note, "  ", (fmt.duration(s.elapsed_s), VALUE), "  ",
-            ((fmt.usd(s.cost_usd) + " so far") if s.cost_usd is not None else "cost n/a",
-             VALUE if s.cost_usd is not None else MUTED), "  ", phase)
-        room = max(8, width - right.cell_length - 3)
-        name = s.session if len(s.session) <= room else "…" + s.session[-(room - 1):]
-        left = Content.assemble(" ", (name, "bold"))
-        gap = max(1, width - left.cell_length - right.cell_length)
-        return Content.assemble(left, " " * gap, right)
+    def _phase(self, s: HeaderState) -> Content:
+        return Content.styled(f" {s.phase.upper()} ",
+                              f"reverse {PHASE_STYLES.get(s.phase, VALUE)}")
 
-    def _second(self, s: HeaderState, width: int) -> Content:
-        parts: list[str | tuple[str, str]] = [" "]
+    def _first(self, s: HeaderState, width: int) -> tuple[Content, bool]:
+        """The session's name first, whole; then what fits of the rest, the phase last and
+        kept. Returns the line, and whether the phase is on it (else line two shows it)."""
+        name = Content.assemble(" ", (s.session, "bold"))
+        phase = self._phase(s)
+        if name.cell_length + 2 + phase.cell_length > width:
+            # The name alone fills the line: it keeps it (cut at its end only if longer
+            # than the line), the phase moves to line two.
+            if name.cell_length > width:
+                name = Content.assemble(" ", (s.session[:max(0, width - 2)] + "…", "bold"))
+            return name, False
+        # (priority, piece), in the order shown: the lowest priorities go first when short.
+        items: list[tuple[int, Content]] = [
+            (8, Content.styled(s.instance, VALUE) if s.instance else
+             Content.styled("instance unknown", MUTED))]
+        price: Content | None = None
+        if s.price_per_hour is not None:
+            price = Content.styled(fmt.usd(s.price_per_hour) + "/h", VALUE)
+            items.append((6, price))
+        else:
+            # Only a mark: why there is none is said by samples/$ in the throughput panel.
+            items.append((6, Content.styled("price ?", WARN)))
+        items.append((7, Content.styled(fmt.duration(s.elapsed_s), VALUE)))
+        if s.cost_usd is not None:
+            items.append((5, Content.styled(fmt.usd(s.cost_usd) + " so far", VALUE)))
+        elif s.price_per_hour is not None:  # (no price: "price ?" already says why)
+            items.append((5, Content.styled("cost n/a", MUTED)))
+        room = width - name.cell_length - 2 - phase.cell_length  # items take 2 more each
+        while items and sum(c.cell_length + 2 for _, c in items) > room:
+            items.remove(min(items, key=lambda item: item[0]))
+        # Where the price comes from, beside it, when the line has room for that too.
+        note = Content.styled(f" ({s.price_note})", MUTED)
+        if s.price_note and sum(c.cell_length + 2 for _, c in items) + note.cell_length <= room:
+            items = [(p, c + note if c is price else c) for p, c in items]
+        right = Content("  ").join([c for _, c in items] + [phase])
+        gap = max(2, width - name.cell_length - right.cell_length)
+        return Content.assemble(name, " " * gap, right), True
+
+    def _second(self, s: HeaderState, width: int, with_phase: bool = False) -> Content:
+        parts: list[str | tuple[str, str] | Content] = [" "]
+        if with_phase:  # (line one holds only a long name)
+            parts += [self._phase(s), "  "]
         step = "no step yet" if s.step is None else f"step {s.step:,}"
         if s.step_target is not None:
             step += f"/{s.step_target:,}"
