@@ -23,6 +23,7 @@ from pathlib import Path
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
@@ -34,6 +35,7 @@ from neurotui.live.memory import Trimmer
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.session.reader import SessionFormatError, SessionReader
 from neurotui.session.status import SessionStatus
+from neurotui.ui.driver import quiet
 from neurotui.ui.messages import JobActionAnswered, LogLines, StateUpdated
 from neurotui.ui.screens.breakdown import BreakdownScreen
 from neurotui.ui.screens.confirm_stop import ConfirmStop
@@ -112,6 +114,9 @@ class DashboardApp(App[int]):
         self._ascii_default = want_ascii() if ascii_mode is None else ascii_mode
 
     # -- set-up --------------------------------------------------------------------------
+    def get_driver_class(self) -> type[Driver]:
+        return quiet(super().get_driver_class())  # an input thread that sleeps until input
+
     def get_default_screen(self) -> Screen[None]:
         self._dashboard = self.make_dashboard()
         return self._dashboard

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import Screen
 
+from neurotui.ui.driver import quiet
 from neurotui.ui.screens.compare import CompareScreen
 from neurotui.ui.themes import DARK, LIGHT, THEMES
 
@@ -24,6 +26,9 @@ class CompareApp(App[None]):
     ]
     ascii_mode: reactive[bool] = reactive(False)
     """Read by the screen as on the dashboard: plain ASCII marks and rules."""
+
+    def get_driver_class(self) -> type[Driver]:
+        return quiet(super().get_driver_class())  # an input thread that sleeps until input
 
     def __init__(self, root: Path, chosen: Sequence[Path] = (), *,
                  baseline: Path | None = None, ascii_mode: bool | None = None,

@@ -165,3 +165,41 @@ def test_compare_screen_in_a_real_terminal(tmp_path: Path, tmux: Tmux) -> None:
     tmux.keys("q")
     screen = tmux.wait(lambda s: "exit=" in s, 30, "[exited]")
     assert "exit=0" in screen
+
+
+def _voluntary_switches(pid: int) -> int:
+    """How often the threads of `pid` went to sleep (each a wakeup after)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as status:
+            total += sum(int(line.split()[1]) for line in status
+                         if line.startswith("voluntary_ctxt_switches"))
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_an_idle_dashboard_sleeps_and_escape_still_works(tmp_path: Path, tmux: Tmux) -> None:
+    """With no frame due and no key pressed, the dashboard's process does not wake at all
+    (Textual's own input thread wakes ten times a second: 30 wakeups in 3 s); a lone escape,
+    which needs the key parser's timeout, still closes the heat-map screen."""
+    import psutil
+
+    session = reference_session(tmp_path)
+    tmux.start(f"NEUROTUI_INTERVAL=3600 {shlex.quote(sys.executable)} -m neurotui.ui.app "
+               f"{shlex.quote(str(session))}", cols=120, rows=36)
+    tmux.wait(lambda s: "Throughput" in s and "Host" in s, 30, "the dashboard")
+    time.sleep(2)  # its first frame drawn, its workers gone
+    shell = psutil.Process(int(tmux.tmux("list-panes", "-t", tmux.target, "-F",
+                                         "#{pane_pid}").strip()))
+    app = next(p for p in shell.children(recursive=True)
+               if "neurotui.ui.app" in " ".join(p.cmdline()))
+    before = _voluntary_switches(app.pid)
+    time.sleep(3)
+    assert _voluntary_switches(app.pid) - before <= 5
+    tmux.keys("h")
+    tmux.wait(lambda s: "CPU heat map" in s, 10, "the heat-map screen")
+    tmux.keys("Escape")
+    tmux.wait(lambda s: "CPU heat map" not in s and "Host" in s, 10,
+              "the dashboard again after escape")
+    tmux.keys("q")
+    tmux.wait(lambda s: "[exited]" in s, 10, "[exited]")
