@@ -105,12 +105,14 @@ def find_stragglers(per_rank: pd.DataFrame | pd.Series | Mapping[int, float],
     medians = {int(r): v for r, v in dict(per_rank).items() if positive(v) is not None}
     if len(medians) < 2 or finite_or_none(threshold) is None:
         return []
-    slow = []
-    for rank, median in medians.items():
-        others = float(np.median([v for r, v in medians.items() if r != rank]))
-        if median > others * (1.0 + threshold):
-            slow.append(rank)
-    return sorted(slow)
+    ranks, values = list(medians), np.fromiter(medians.values(), float, len(medians))
+    # Each rank against the median of all the others: one row of "others" per rank, one
+    # np.median over the rows (the dashboard asks this at every frame, for 32 ranks and more).
+    n = len(values)
+    others = np.median(np.broadcast_to(values, (n, n))[~np.eye(n, dtype=bool)].reshape(n, n - 1),
+                       axis=1)
+    return sorted(r for r, slow in zip(ranks, values > others * (1.0 + threshold),
+                                       strict=True) if slow)
 
 
 def stalled_ranks(steps: pd.DataFrame, now: float, factor: float = DEFAULT_STALL_FACTOR,
