@@ -30,6 +30,7 @@ __all__ = [
     "Record",
     "StepLine",
     "StepLineParser",
+    "StepValues",
     "classify_compile",
     "explain",
     "strip_rank_prefix",
@@ -77,6 +78,28 @@ class StepLine:
     samples_total: float | None = None
     global_batch: float | None = None
     printed_time: float | None = None
+    bar_n: int | None = None
+    bar_total: int | None = None
+    bar_key: str | None = None
+
+
+@dataclass(slots=True)
+class StepValues:
+    """A step line's figures as the supervisor takes them (:meth:`StepLineParser.parse_values`):
+    :class:`StepLine`'s fields but ``printed_time``, which it does not use.
+
+    Not frozen because the supervisor builds one for every step line it reads (hundreds a
+    second at 32 ranks), and a frozen dataclass costs several times as much to build (its
+    ``__init__`` goes through ``object.__setattr__`` for each field)."""
+
+    step: int | None
+    samples: float | None
+    loss: float | None
+    throughput: float | None
+    dt: float | None
+    rank: int | None
+    samples_total: float | None = None
+    global_batch: float | None = None
     bar_n: int | None = None
     bar_total: int | None = None
     bar_key: str | None = None
@@ -1189,9 +1212,12 @@ def _regex_rule(regex: re.Pattern[str]) -> _Rule:
 
 def _number_field(value: object) -> float | None:
     """A field as a float: a printed string read as _to_float reads it; None when absent."""
-    if value is None:
-        return None
     if isinstance(value, str):
+        if len(value) <= 64:
+            try:  # the usual case, plain digits (_to_float's first try, without its call)
+                return float(value)
+            except ValueError:
+                pass
         return _to_float(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -1199,29 +1225,40 @@ def _number_field(value: object) -> float | None:
 
 
 def _count_field(value: object) -> int | None:
-    if value is None:
-        return None
+    """A field as an int: a printed string read as _to_int reads it; None when absent."""
     if isinstance(value, str):
+        if len(value) <= 32:
+            try:  # the usual case, plain digits (int() strips spaces as _to_int does)
+                return int(value)
+            except ValueError:
+                pass
         return _to_int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _build_step(fields: _Fields, prefix_rank: int | None, text: str) -> StepLine | None:
-    """Typed record from raw field strings; None when no value could be read.
+def _build_step(
+    fields: _Fields, prefix_rank: int | None, text: str, values: bool = False
+) -> StepLine | StepValues | None:
+    """Typed record from raw field strings; None when no value could be read. A StepValues
+    when `values` (the supervisor's), else a StepLine.
 
     Runs for every step line the supervisor reads (hundreds a second at 32 ranks): plain
-    dict lookups and module-level helpers, no closures."""
+    dict lookups and module-level helpers, no closures, and no call for an absent field
+    (a rule gives a few of these)."""
     get = fields.get
-    dt = _number_field(get("dt"))
-    if dt is None and (ms := _number_field(get("dt_ms"))) is not None:
+    dt = None if (v := get("dt")) is None else _number_field(v)
+    if dt is None and (v := get("dt_ms")) is not None and (ms := _number_field(v)) is not None:
         dt = ms / 1000.0
     if dt is None and "it_per_s" in fields:
         dt = _inverse(_number_field(fields["it_per_s"]))
-    step, samples = _count_field(get("step")), _number_field(get("samples"))
-    loss, throughput = _number_field(get("loss")), _number_field(get("throughput"))
-    samples_total = _number_field(get("samples_total"))
-    global_batch = _number_field(get("global_batch"))
-    bar_n, bar_total = _count_field(get("bar_n")), _count_field(get("bar_total"))
+    step = None if (v := get("step")) is None else _count_field(v)
+    samples = None if (v := get("samples")) is None else _number_field(v)
+    loss = None if (v := get("loss")) is None else _number_field(v)
+    throughput = None if (v := get("throughput")) is None else _number_field(v)
+    samples_total = None if (v := get("samples_total")) is None else _number_field(v)
+    global_batch = None if (v := get("global_batch")) is None else _number_field(v)
+    bar_n = None if (v := get("bar_n")) is None else _count_field(v)
+    bar_total = None if (v := get("bar_total")) is None else _count_field(v)
     if (
         step is None
         and samples is None
@@ -1232,22 +1269,17 @@ def _build_step(fields: _Fields, prefix_rank: int | None, text: str) -> StepLine
         and bar_n is None
     ):
         return None
-    rank = _count_field(get("rank"))
+    rank = None if (v := get("rank")) is None else _count_field(v)
+    if rank is None:
+        rank = prefix_rank
     bar_key = get("bar_key")
-    return StepLine(
-        step,
-        samples,
-        loss,
-        throughput,
-        dt,
-        prefix_rank if rank is None else rank,
-        samples_total,
-        global_batch,
-        _printed_time(text),
-        bar_n,
-        bar_total,
-        bar_key if isinstance(bar_key, str) else None,
-    )
+    if not isinstance(bar_key, str):
+        bar_key = None
+    if values:
+        return StepValues(step, samples, loss, throughput, dt, rank, samples_total,
+                          global_batch, bar_n, bar_total, bar_key)
+    return StepLine(step, samples, loss, throughput, dt, rank, samples_total, global_batch,
+                    _printed_time(text), bar_n, bar_total, bar_key)
 
 
 class StepLineParser:
@@ -1311,7 +1343,15 @@ class StepLineParser:
         last non-blank part); :func:`explain` instead reads every part.
         """
         try:
-            return self._parse(line)
+            return self._parse(line)  # type: ignore[return-value]  # (a StepLine)
+        except Exception:  # text is untrusted; one odd line must not stop supervision
+            return None
+
+    def parse_values(self, line: str) -> StepValues | CompileLine | None:
+        """As :meth:`parse`, a step line as :class:`StepValues` (no ``printed_time``): the
+        supervisor's, for every line a job prints. Never raises."""
+        try:
+            return self._parse(line, True)  # type: ignore[return-value]
         except Exception:  # text is untrusted; one odd line must not stop supervision
             return None
 
@@ -1322,7 +1362,9 @@ class StepLineParser:
             if record is not None:
                 yield record
 
-    def _parse(self, line: str | bytes) -> StepLine | CompileLine | None:
+    def _parse(
+        self, line: str | bytes, values: bool = False
+    ) -> StepLine | StepValues | CompileLine | None:
         if isinstance(line, bytes):
             if len(line) > MAX_LINE_CHARS:
                 return None
@@ -1332,7 +1374,8 @@ class StepLineParser:
         if len(line) > MAX_LINE_CHARS:
             return None
         raw = line.rstrip("\r\n")
-        rank, text = strip_rank_prefix(raw)
+        # A launcher prefix starts with "[" or a colour code: most lines are spared the call.
+        rank, text = strip_rank_prefix(raw) if raw[:1] in "[\x1b" else (None, raw)
         if "\r" in text:
             # A tqdm bar redraws itself with \r; the terminal shows the last segment.
             text = _last_segment(text)
@@ -1350,12 +1393,14 @@ class StepLineParser:
                 rank = int(late.group(1))
         for rule in self._user_rules:
             fields = rule(text)
-            if fields is not None and (record := _build_step(fields, rank, text)) is not None:
+            if fields is not None and \
+                    (record := _build_step(fields, rank, text, values)) is not None:
                 return record
         if self._defaults and _maybe_step(text):
             for _, rule in _DEFAULT_RULES:
                 fields = rule(text)
-                if fields is not None and (record := _build_step(fields, rank, text)) is not None:
+                if fields is not None and \
+                        (record := _build_step(fields, rank, text, values)) is not None:
                     return record
         return None
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neurotui.session import layout
-from neurotui.session.tailing import read_lines_backwards, split_lines
+from neurotui.session.tailing import read_lines_backwards
 from neurotui.session.writer import EventWriter
-from neurotui.sources.steplog import CompileLine, StepLine, StepLineParser, strip_rank_prefix
+from neurotui.sources.steplog import CompileLine, StepLineParser, StepValues, strip_rank_prefix
 from neurotui.supervisor import spool
 from neurotui.supervisor.stallwatch import StallWatch
 
@@ -111,28 +111,26 @@ def _step_json(t: float, rank: int, step: int, samples: float | None, loss: floa
     built directly: hundreds a second at 32 ranks, and a dict to encode costs most of a line's
     handling. None when a number is not finite (JSON's NaN and Infinity: left to the
     encoder)."""
-    numbers = []
-    for value in (samples, loss, dt):
-        if value is None:
-            numbers.append("null")
-        elif not math.isfinite(value):
-            return None
-        else:
-            numbers.append(repr(value))
+    isfinite = math.isfinite
+    if not (isfinite(t) and (samples is None or isfinite(samples))
+            and (loss is None or isfinite(loss)) and (dt is None or isfinite(dt))):
+        return None
     extra = ""
-    for key, value in (("throughput", throughput), ("samples_total", samples_total),
-                       ("global_batch", global_batch)):
-        if value is not None:
-            if not math.isfinite(value):
-                return None
-            extra += f', "{key}": {value!r}'
+    if throughput is not None or samples_total is not None or global_batch is not None:
+        # The figures a line did not print are left out (most lines print none of these).
+        for key, value in (("throughput", throughput), ("samples_total", samples_total),
+                           ("global_batch", global_batch)):
+            if value is not None:
+                if not isfinite(value):
+                    return None
+                extra += f', "{key}": {value!r}'
     if samples_from is not None:  # "line" or "throughput": nothing to escape
         extra += f', "samples_from": "{samples_from}"'
-    if not math.isfinite(t):
-        return None
-    return (f'{{"t": {t!r}, "kind": "step", "rank": {int(rank)}, "step": {int(step)}, '
-            f'"samples": {numbers[0]}, "loss": {numbers[1]}, "dt": {numbers[2]}, '
-            f'"phases": null, "src": "log", "attempt": {int(attempt)}{extra}}}')
+    return (f'{{"t": {t!r}, "kind": "step", "rank": {rank}, "step": {step}, '
+            f'"samples": {"null" if samples is None else repr(samples)}, '
+            f'"loss": {"null" if loss is None else repr(loss)}, '
+            f'"dt": {"null" if dt is None else repr(dt)}, '
+            f'"phases": null, "src": "log", "attempt": {attempt}{extra}}}')
 
 
 @dataclass(eq=False)  # one per file: compared and hashed as itself
@@ -162,7 +160,8 @@ class _Followed:
         waiting in `pending`."""
         if not chunk:
             return []
-        lines, self.pending = split_lines(self.pending, chunk)
+        lines = (self.pending + chunk).split(b"\n")
+        self.pending = lines.pop()
         return lines
 
     def look(self) -> tuple[int, float]:
@@ -215,7 +214,9 @@ class _Pieces:
         self._start, self._data, self._at = start, data, 0
 
     def upto(self, size: int) -> bytes:
-        end = min(size - self._start, len(self._data))
+        end = size - self._start
+        if end > len(self._data):  # the read was cut at _MAX_READ
+            end = len(self._data)
         if end <= self._at:
             return b""
         piece, self._at = self._data[self._at:end], end
@@ -602,20 +603,29 @@ class LogFollower:
     def _take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
         """The lines of a piece read from `followed` at `now` (its stamp), and the positions
         of a bar redrawn with carriage returns after them."""
-        for raw in followed.split(chunk):
-            if followed.parsed:  # only the first line can hold positions parsed before
-                rest = raw[followed.parsed:]
-                followed.parsed = 0
-                if not rest.strip(b"\r \t"):
-                    # Every position was parsed as it came: the line's last goes to the tail.
-                    last = raw.decode("utf-8", errors="replace").rstrip("\r")
-                    self._take(last.rsplit("\r", 1)[-1], followed, now, parse=False)
-                else:
-                    self._take_positions(rest.decode("utf-8", errors="replace"), followed,
-                                         now, whole_line=True)
-                continue
-            self._take_positions(raw.decode("utf-8", errors="replace"), followed, now,
-                                 whole_line=True)
+        if not followed.parsed and b"\r" not in chunk and b"\r" not in followed.pending:
+            # The usual piece (every step line comes this way): whole lines without a
+            # carriage return, each one position, taken without looking for positions.
+            for raw in followed.split(chunk):
+                self._take(raw.decode("utf-8", "replace"), followed, now)
+            if not followed.pending.endswith(b"]"):
+                return  # and no carriage return waits: no bar position to take yet
+        else:
+            for raw in followed.split(chunk):
+                if followed.parsed:  # only the first line can hold positions parsed before
+                    rest = raw[followed.parsed:]
+                    followed.parsed = 0
+                    if not rest.strip(b"\r \t"):
+                        # Every position was parsed as it came: the line's last goes to the
+                        # tail.
+                        last = raw.decode("utf-8", errors="replace").rstrip("\r")
+                        self._take(last.rsplit("\r", 1)[-1], followed, now, parse=False)
+                    else:
+                        self._take_positions(rest.decode("utf-8", errors="replace"),
+                                             followed, now, whole_line=True)
+                    continue
+                self._take_positions(raw.decode("utf-8", errors="replace"), followed, now,
+                                     whole_line=True)
         # A bar redrawn with carriage returns: its positions so far, without waiting for the
         # newline that comes at the end of the epoch.
         cut = followed.pending.rfind(b"\r")
@@ -648,14 +658,14 @@ class LogFollower:
             tail = self.tails.get(rank)
             if tail is None:
                 tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
-            tail.append(_capped(line))
+            tail.append(line if len(line) <= TAIL_LINE_CHARS else _capped(line))
             self._lines += 1
             if self._first_line_at is None:
                 self._first_line_at = now
         if not parse or (followed.rank is None and not self.parse_launcher):
             return  # torchrun's console repeats the rank files, which are parsed instead
-        record = self.parser.parse(line)
-        if isinstance(record, StepLine):
+        record = self.parser.parse_values(line)
+        if isinstance(record, StepValues):
             rank = record.rank if record.rank is not None else (rank or 0)
             if rank in self._probed_ranks:
                 return
@@ -723,7 +733,7 @@ class LogFollower:
             return None
         return (now - last[0]) / (step - last[1])
 
-    def _bar_step(self, rank: int, record: StepLine) -> int | None:
+    def _bar_step(self, rank: int, record: StepValues) -> int | None:
         """The step a bar position stands for: the bar's counter, plus the steps of the
         epochs it drew before (it starts again at 0 or 1 each epoch)."""
         n = int(record.bar_n or 0)

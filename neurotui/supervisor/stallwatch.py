@@ -27,7 +27,7 @@ _KEPT = 256  # step times per rank and source: the median of the recent past
 _MAX_READ = 1 << 20
 
 
-@dataclass
+@dataclass(slots=True)
 class _Track:
     last_t: float
     last_step: int
@@ -36,13 +36,17 @@ class _Track:
     past_warmup: bool = False
 
     def add(self, t: float, step: int) -> None:
-        if step > self.last_step and t > self.last_t:
-            time_per_step = (t - self.last_t) / (step - self.last_step)
+        # Once per step line of every rank (hundreds a second): comparisons, not max().
+        last_t, last_step = self.last_t, self.last_step
+        if step > last_step and t > last_t:
             if step > DEFAULT_WARMUP_STEPS and not self.past_warmup:
                 self.past_warmup = True
                 self.times.clear()  # warm-up's times were only a stand-in
-            self.times.append(time_per_step)
-        self.last_t, self.last_step = max(self.last_t, t), max(self.last_step, step)
+            self.times.append((t - last_t) / (step - last_step))
+        if t > last_t:
+            self.last_t = t
+        if step > last_step:
+            self.last_step = step
 
 
 @dataclass
