@@ -42,6 +42,14 @@ class TestReferenceRun:
         app = make_app(reference_session(tmp_path))
         assert snap_compare(app, terminal_size=(160, 48), run_before=_settled_blurred)
 
+    def test_120x36(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path))
+        assert snap_compare(app, terminal_size=(120, 36), run_before=_settled_blurred)
+
+    def test_ascii_120x36(self, snap_compare: Compare, tmp_path: Path) -> None:
+        app = make_app(reference_session(tmp_path), ascii_mode=True)
+        assert snap_compare(app, terminal_size=(120, 36), run_before=_settled_blurred)
+
     def test_light_theme_80x24(self, snap_compare: Compare, tmp_path: Path) -> None:
         app = make_app(reference_session(tmp_path), theme="neurotui-light")
         assert snap_compare(app, terminal_size=(80, 24), run_before=_settled_blurred)
@@ -129,6 +137,14 @@ class TestCpuHeatMap:
         assert snap_compare(self._app(tmp_path), terminal_size=(80, 24),
                             run_before=_heat_screen)
 
+    def test_screen_120x36(self, snap_compare: Compare, tmp_path: Path) -> None:
+        assert snap_compare(self._app(tmp_path), terminal_size=(120, 36),
+                            run_before=_heat_screen)
+
+    def test_screen_ascii_120x36(self, snap_compare: Compare, tmp_path: Path) -> None:
+        assert snap_compare(self._app(tmp_path, ascii_mode=True), terminal_size=(120, 36),
+                            run_before=_heat_screen)
+
     def test_screen_160x48(self, snap_compare: Compare, tmp_path: Path) -> None:
         assert snap_compare(self._app(tmp_path), terminal_size=(160, 48),
                             run_before=_heat_screen)
@@ -164,6 +180,18 @@ class TestStepBreakdown:
 
         assert snap_compare(make_app(phased_session(tmp_path)), terminal_size=(80, 24),
                             run_before=_breakdown_screen)
+
+    def test_120x36(self, snap_compare: Compare, tmp_path: Path) -> None:
+        from tests.ui.phased_sessions import phased_session
+
+        assert snap_compare(make_app(phased_session(tmp_path)), terminal_size=(120, 36),
+                            run_before=_breakdown_screen)
+
+    def test_ascii_120x36(self, snap_compare: Compare, tmp_path: Path) -> None:
+        from tests.ui.phased_sessions import phased_session
+
+        assert snap_compare(make_app(phased_session(tmp_path), ascii_mode=True),
+                            terminal_size=(120, 36), run_before=_breakdown_screen)
 
     def test_160x48(self, snap_compare: Compare, tmp_path: Path) -> None:
         from tests.ui.phased_sessions import phased_session

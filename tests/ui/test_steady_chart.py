@@ -108,3 +108,23 @@ def test_marks_above_the_scale_follow_the_resampling() -> None:
     assert charts.sparkline([nan, 1.0, 2.0, 2.0], 2, above=[False, True, False, False]) == \
         "▲█"
     assert charts.resample_any([False, True, False, False, False], 2) == [True, False]
+
+
+async def test_the_shipped_xla_samples_steady_steps_set_the_scale() -> None:
+    """Issue #16's "done when": on the shipped XLA sample (compiled first steps of up to
+    4.9 s, steady steps of 30 ms) the chart's scale is the steady steps', in milliseconds,
+    and the compile steps are counted and marked above it."""
+    from tests.ui.test_header import xla_sample_app
+
+    app = xla_sample_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        lines = app.query_one(ThroughputPanel).render().plain.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("step time, "))
+    caption = lines[at]
+    assert "warm-up steps above, up to 4.9" in caption, caption
+    top, bottom = lines[at + 1][:AXIS].strip(), lines[at + 5][:AXIS].strip()
+    for label in (top, bottom):
+        assert label.endswith("ms") and 20.0 <= float(label[:-2]) <= 60.0, (top, bottom)
+    assert float(top[:-2]) - float(bottom[:-2]) < 20.0  # a 2% change is a visible step
+    assert "▲" in lines[at + 1]  # the compiled steps' columns, marked above the scale
