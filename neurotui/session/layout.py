@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from pathlib import Path
 
 META = "meta.json"
@@ -41,6 +42,35 @@ def probe_files(session_dir: Path, *, auto: bool = False) -> dict[int, Path]:
         if m:
             found[int(m.group(1))] = path
     return found
+
+
+SETTLED_DIR_S = 2.0
+"""A folder's time stamp may be coarse: one changed in the last seconds is listed again at every
+look, not to miss a file made in the same tick as a listing."""
+
+
+class ProbeFolder:
+    """A session's probe files (`probe_files`, both kinds), listed again only when the probe
+    folder changed: the supervisor and a following dashboard look every second or more often,
+    and a listing (a glob over dozens of files) cost more than the rest of such a look."""
+
+    def __init__(self, session_dir: Path) -> None:
+        self.dir = session_dir / PROBE_DIR
+        self._changed: int | None = None  # the folder's mtime when listed
+        self._files: tuple[dict[int, Path], dict[int, Path]] = ({}, {})
+
+    def files(self, *, auto: bool = False) -> dict[int, Path]:
+        """Rank -> probe file, as probe_files gives them (do not change what it returns)."""
+        try:
+            changed: int | None = self.dir.stat().st_mtime_ns
+        except OSError:
+            changed = None
+        if changed is None or changed != self._changed or \
+                time.time() - changed / 1e9 < SETTLED_DIR_S:
+            session = self.dir.parent
+            self._files = (probe_files(session), probe_files(session, auto=True))
+            self._changed = changed
+        return self._files[1 if auto else 0]
 
 
 def json_lines_bytes(session_dir: Path) -> int:

@@ -24,7 +24,6 @@ import itertools
 import json
 import math
 import re
-import time
 from array import array
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -65,7 +64,6 @@ _MAX_BAD_LOCATIONS = 5
 # Codes of the non-step kinds in the event index (what the cache keeps of them).
 _INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
 _KIND_CODE = {kind: code for code, kind in enumerate(_INDEXED_KINDS)}
-_SETTLED_DIR_S = 2.0
 BATCH_PIECE_BYTES = 1 << 20
 """Short pieces of step lines (a refresh's few lines per probe file) are decoded together up
 to this many bytes at once."""
@@ -284,8 +282,7 @@ class SessionReader:
         without a cache takes seconds, and a view says how far it got. None otherwise."""
         self._polled = False
         self._tails: dict[Path, _Tail] = {}
-        self._streams: list[Path] = []
-        self._streams_changed: int | None = None  # the probe folder's mtime when listed
+        self._probe_folder = layout.ProbeFolder(self.dir)  # listed again when it changed
         self._new = _StepColumns()
         self._steps = _StepColumns().columns()
         self._phases: Columns | None = None
@@ -372,21 +369,9 @@ class SessionReader:
         return self.meta.get("exit") is None
 
     def _stream_paths(self) -> list[Path]:
-        # The probe folder is listed again only when it changed (a follower polls dozens of
-        # files every refresh). A folder's time stamp may be coarse: one changed in the last
-        # seconds is listed every time, not to miss a file made in the same tick as a listing.
-        try:
-            changed = (self.dir / layout.PROBE_DIR).stat().st_mtime_ns
-        except OSError:
-            changed = None
-        if changed is None or changed != self._streams_changed or \
-                time.time() - changed / 1e9 < _SETTLED_DIR_S:
-            self._streams = [
-                self.dir / layout.EVENTS,
-                *(p for _, p in sorted(layout.probe_files(self.dir).items())),
-                *(p for _, p in sorted(layout.probe_files(self.dir, auto=True).items()))]
-            self._streams_changed = changed
-        return self._streams
+        return [self.dir / layout.EVENTS,
+                *(p for _, p in sorted(self._probe_folder.files().items())),
+                *(p for _, p in sorted(self._probe_folder.files(auto=True).items()))]
 
     def _read_tail(self, tail: _Tail, batch: list[_Piece]) -> int:
         """Take the complete lines appended to one stream; a partial last line waits. A short

@@ -328,6 +328,7 @@ class LogFollower:
     _batch_s: float = BATCH_MIN_S
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
     _batch_share: float = BATCH_SHARE_MAX
+    _probe_folder: layout.ProbeFolder = field(init=False)
     _deferred: list[tuple[_Followed, int, float]] = field(default_factory=list)
     """What busy wakeups saw (a log, its size, the stamp), read and taken at the next poll
     (_read)."""
@@ -343,6 +344,7 @@ class LogFollower:
     def __post_init__(self) -> None:
         if self.watch:
             self._changes = _changes()
+        self._probe_folder = layout.ProbeFolder(self.session_dir)
 
     def fileno(self) -> int | None:
         """A descriptor that becomes readable when a followed log changed (None: poll only)."""
@@ -393,15 +395,42 @@ class LogFollower:
             for followed in self._files.values():
                 followed.changes = 0
             self._counting_since = now
-        for target in self._changes.changed():
-            if isinstance(target, _Followed):
-                target.changes += 1
-                target.behind = self._read(target, now, wakeup=True)
-            else:
-                self._discover_due = True  # a new log, or a folder one will be in
+        changed = self._changes.changed()
+        if self._busy:
+            self._look(changed, now)
+        else:
+            for target in changed:
+                if isinstance(target, _Followed):
+                    target.changes += 1
+                    target.behind = self._read(target, now, wakeup=True)
+                else:
+                    self._discover_due = True  # a new log, or a folder one will be in
         if self._discover_due:
             for followed in self._discover(now):  # lines written before it was watched
                 followed.behind = self._read(followed, now)
+
+    def _look(self, changed: list[_Followed | Path], now: float) -> None:
+        """While busy: each changed log's size and modification time, noted for the next poll
+        (take_read; see _read for why the stamp is the modification time). One fstat a log
+        and nothing else: a batch's wakeup sees dozens of logs, ten times a second."""
+        fstat, deferred = os.fstat, self._deferred
+        for target in changed:
+            if not isinstance(target, _Followed):
+                self._discover_due = True  # a new log, or a folder one will be in
+                continue
+            target.changes += 1
+            if target.fd is None:  # not opened yet: _read opens it
+                target.behind = self._read(target, now, wakeup=True)
+                continue
+            try:
+                status = fstat(target.fd)
+            except OSError:
+                continue
+            size = status.st_size
+            if size > target.seen:
+                target.seen = size
+                written_at = status.st_mtime_ns / 1e9
+                deferred.append((target, size, written_at if written_at < now else now))
 
     def close(self) -> None:
         if self._changes is not None:
@@ -430,7 +459,7 @@ class LogFollower:
         """Read what the logs gained; `final` (the job has exited) records where they end."""
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
-        self._probed_ranks.update(layout.probe_files(self.session_dir))
+        self._probed_ranks.update(self._probe_folder.files())
         self.take_read()  # before anything else: lines are taken in the order read
         self._discover(now)
         for followed in self._files.values():
@@ -465,7 +494,7 @@ class LogFollower:
     def _tell_if_no_steps(self, now: float) -> None:
         """Say so, once, when the job printed for a while and no step was found anywhere."""
         if self._steps_written or self._lines < NO_STEP_MIN_LINES or self._probed_ranks or \
-                layout.probe_files(self.session_dir, auto=True):
+                self._probe_folder.files(auto=True):
             return
         self._told_no_steps = True
         shown = [line for tail in self.tails.values() for line in tail if line.strip()][-3:]

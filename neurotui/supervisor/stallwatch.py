@@ -62,6 +62,7 @@ class StallWatch:
         self._tracks: dict[tuple[int, str], _Track] = {}
         self._tails: dict[Path, _Tail] = {}
         self._compiled_at: dict[int | None, float] = {}
+        self._probe_folder = layout.ProbeFolder(session_dir)
 
     def new_attempt(self, attempt: int) -> None:
         """A restart: the steps count from the start again."""
@@ -99,8 +100,8 @@ class StallWatch:
                 self._take_probe_line(raw)
 
     def _probe_files(self) -> list[Path]:
-        return [*layout.probe_files(self.session_dir).values(),
-                *layout.probe_files(self.session_dir, auto=True).values()]
+        return [*self._probe_folder.files().values(),
+                *self._probe_folder.files(auto=True).values()]
 
     def _take_probe_line(self, raw: bytes) -> None:
         if b'"step"' not in raw:
