@@ -4,7 +4,8 @@ A job writes step lines for 32 ranks, 10 lines a second each, into torchrun's pe
 layout, and notes when it wrote each line (its own clock, the truth). Under the real
 `neurotui run --headless`, measured:
 
-1. the supervisor's CPU while the job writes, as a share of one core (target: at most 1%);
+1. the supervisor's CPU while the job writes, as a share of one core (issue #12's target: at
+   most 0.5% at 32 ranks x 10 lines/s);
 2. how late each step line was stamped (its event's `t` minus its write time), and the log-
    parsed median step time against the written one (target: within 5%, at 20 steps/s too).
 
@@ -28,6 +29,7 @@ import numpy as np
 import psutil
 
 REPO = Path(__file__).resolve().parents[2]
+CPU_LIMIT = 0.005
 
 JOB = textwrap.dedent("""
     import json, os, sys, time
@@ -123,8 +125,8 @@ def main() -> int:
         if watch:  # the default; polling is the fallback, reported beside it
             ok &= error <= 0.05 and figures["found"] == 1.0
             if ranks == args.ranks:
-                ok &= figures["cpu_share"] <= 0.01
-    print("PASS" if ok else "FAIL (targets: supervisor <= 1% of a core at "
+                ok &= figures["cpu_share"] <= CPU_LIMIT
+    print("PASS" if ok else f"FAIL (targets: supervisor <= {CPU_LIMIT:.1%} of a core at "
           f"{args.ranks} ranks x {args.rate:g}/s; median step within 5%; every line recorded)")
     return 0 if ok else 1
 
