@@ -51,6 +51,12 @@ class QuietLinuxDriver(LinuxDriver):
 
     def close(self) -> None:
         super().close()
+        # A plain event from here on: a late set() must not write to a closed descriptor,
+        # whose number another file may have by then.
+        settled = Event()
+        if self.exit_event.is_set():
+            settled.set()
+        self.exit_event = settled
         for fd in (self._wake_read, self._wake_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
