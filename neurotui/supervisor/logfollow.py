@@ -258,6 +258,14 @@ class _Changes:
         except OSError:  # no watches left (fs.inotify.max_user_watches): polled instead
             return False
 
+    def unwatch(self, target: _Followed) -> None:
+        """Say no more when `target` changes."""
+        for wd, watched in list(self._targets.items()):
+            if watched is target:
+                del self._targets[wd]
+                with contextlib.suppress(OSError):  # the file is gone: so is its watch
+                    self._inotify.rm_watch(wd)
+
     def changed(self) -> list[_Followed | Path]:
         """The targets of the watches that fired since the last call, each once."""
         # Read and unpacked here rather than through INotify.read: this runs for every
@@ -329,6 +337,7 @@ class LogFollower:
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
     _batch_share: float = BATCH_SHARE_MAX
     _probe_folder: layout.ProbeFolder = field(init=False)
+    _polled_probe_logs: int = 0  # logs of probe.step() ranks, read at polls (see there)
     _deferred: list[tuple[_Followed, int, float]] = field(default_factory=list)
     """What busy wakeups saw (a log, its size, the stamp), read and taken at the next poll
     (_read)."""
@@ -356,18 +365,27 @@ class LogFollower:
         if self._changes is None or self._unwatched:
             return {"method": "poll", "max_delay_s": POLL_S,
                     "note": "lines stamped at the next poll of the logs"}
+        polled = "" if self.parse_launcher else (
+            "; the launcher's console, which repeats the ranks' logs, is read at polls")
+        if self._polled_probe_logs:
+            polled = (f"; the {self._polled_probe_logs} logs of ranks that report their steps "
+                      f"through probe.step() are read at polls (their step lines are not "
+                      f"recorded; their compile lines are up to {POLL_S:g} s late)")
         if self._batched:
             return {"method": "inotify", "max_delay_s": None,
-                    "shared_stamp_lines": self.shared_lines, "note": (
+                    "shared_stamp_lines": self.shared_lines,
+                    "polled_probe_logs": self._polled_probe_logs, "note": (
                 "lines stamped when read, as soon as the kernel said their log changed; while "
                 f"the logs changed more than {BUSY_CHANGES_PER_S} times a second, read in "
                 f"batches {BATCH_MIN_S * 1000:.0f} to {BATCH_MAX_S * 1000:.0f} ms apart (a "
                 "share of the time between two lines of the busiest log) and stamped with "
                 "their log's modification time (the kernel's timestamp granularity, a few ms "
                 f"at most); {self.shared_lines} lines came in one read with a later line of "
-                "their log and carry its time (up to one batch late)")}
+                f"their log and carry its time (up to one batch late){polled}")}
         return {"method": "inotify", "max_delay_s": None,
-                "note": "lines stamped when read, as soon as the kernel said their log changed"}
+                "polled_probe_logs": self._polled_probe_logs,
+                "note": "lines stamped when read, as soon as the kernel said their log changed"
+                + polled}
 
     @property
     def pause_s(self) -> float:
@@ -459,7 +477,10 @@ class LogFollower:
         """Read what the logs gained; `final` (the job has exited) records where they end."""
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
-        self._probed_ranks.update(self._probe_folder.files())
+        probed = self._probe_folder.files()
+        if not probed.keys() <= self._probed_ranks:
+            self._probed_ranks.update(probed)
+            self._poll_probed_logs()
         self.take_read()  # before anything else: lines are taken in the order read
         self._discover(now)
         for followed in self._files.values():
@@ -485,6 +506,20 @@ class LogFollower:
         if not self._told_no_steps and self._first_line_at is not None and \
                 now - self._first_line_at >= NO_STEP_AFTER_S:
             self._tell_if_no_steps(now)
+
+    def _poll_probed_logs(self) -> None:
+        """The logs of ranks that report their steps through probe.step() are read at polls
+        from now on, not as they change: their step lines are not recorded (the probe's steps
+        are), so no line of theirs needs its time to the millisecond, and a job printing a
+        line a step would otherwise wake the supervisor at every step. Their compile lines
+        are stamped at the poll that reads them (up to POLL_S late)."""
+        for followed in self._files.values():
+            if followed.watched and followed.rank in self._probed_ranks and \
+                    self._changes is not None:
+                self._changes.unwatch(followed)
+                followed.watched = False
+                followed.behind = True  # what it gained since its last read: at this poll
+                self._polled_probe_logs += 1
 
     def _record_pending_losses(self, now: float) -> None:
         if self.spool_dir is not None:
@@ -563,9 +598,17 @@ class LogFollower:
         name = f"{layout.LOGS_DIR}/{relative}"  # as the session names it, spool or not
         copy = spool.Copy(self.session_dir / name) if self.spool_dir is not None else None
         followed = self._files[path] = _Followed(path, name, rank, copy=copy)
-        if self._changes is not None:
-            followed.watched = self._changes.watch(path, followed)
-            self._unwatched += not followed.watched
+        if self._changes is None:
+            return followed
+        if rank is None and not self.parse_launcher:
+            # torchrun's console repeats the ranks' logs, which are parsed instead: no line of
+            # it needs its time, and watched it would wake the supervisor twice a line.
+            return followed
+        if rank in self._probed_ranks:
+            self._polled_probe_logs += 1  # read at polls (_poll_probed_logs)
+            return followed
+        followed.watched = self._changes.watch(path, followed)
+        self._unwatched += not followed.watched
         return followed
 
     def _read(self, followed: _Followed, now: float, *, wakeup: bool = False) -> bool:

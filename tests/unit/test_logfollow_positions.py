@@ -124,6 +124,73 @@ def test_lines_are_stamped_within_milliseconds_of_their_write(tmp_path) -> None:
     assert follower.timing["method"] == "inotify"
 
 
+def test_logs_of_ranks_reporting_through_the_probe_are_read_at_polls(tmp_path) -> None:
+    """A rank whose steps come from probe.step(): its log no longer wakes the supervisor (its
+    step lines are not recorded anyway); its compile lines are still recorded, at the poll
+    that reads them. Another rank's log stays watched, its lines stamped when written."""
+    session, writer, follower = new_follower(tmp_path)
+    if follower.fileno() is None:
+        pytest.skip("inotify is not available on this system (the follower polls instead)")
+    logs = session / "logs" / "torchrun" / "run_0" / "attempt_0"
+    for rank in (0, 1):
+        (logs / str(rank)).mkdir(parents=True)
+        (logs / str(rank) / "stdout.log").write_text("")
+    follower.poll(100.0)
+    probed, plain = (follower._files[logs / str(r) / "stdout.log"] for r in (0, 1))
+    assert probed.watched and plain.watched
+    layout.probe_path(session, 0).parent.mkdir()
+    layout.probe_path(session, 0).write_text("")  # rank 0 reports through the probe
+    follower.poll(101.0)
+    assert not probed.watched and plain.watched
+    selector = selectors.DefaultSelector()
+    selector.register(follower.fileno(), selectors.EVENT_READ)
+    if selector.select(timeout=0):  # the kernel's word that the watch is gone (IN_IGNORED)
+        follower.on_change(time.time())
+    with open(logs / "0" / "stdout.log", "a", encoding="utf-8") as f:
+        f.write("neurotui-runner step=1 rank=0 samples=16 loss=1.0\n"
+                "Compiler status PASS\n")
+    assert not selector.select(timeout=0.3), "the probed rank's log woke the supervisor"
+    with open(logs / "1" / "stdout.log", "a", encoding="utf-8") as f:
+        f.write("neurotui-runner step=1 rank=1 samples=16 loss=1.0\n")
+    assert selector.select(timeout=2.0), "the other rank's log is still watched"
+    written = time.time()
+    follower.on_change(written)
+    follower.poll(102.0, final=True)
+    assert "probe.step()" in str(follower.timing["note"])
+    assert follower.timing["polled_probe_logs"] == 1
+    writer.close()
+    events = [json.loads(line) for line in (session / layout.EVENTS).read_text().splitlines()]
+    steps = [(e["rank"], e["step"], e["t"]) for e in events if e["kind"] == "step"]
+    assert steps == [(1, 1, pytest.approx(written, abs=0.5))]  # rank 0's came from its probe
+    compiles = [(e["rank"], e["t"]) for e in events if e["kind"] == "compile"]
+    assert compiles == [(0, 102.0)]  # stamped at the poll that read it
+
+
+def test_torchruns_console_is_read_at_polls(tmp_path) -> None:
+    """Under torchrun the launcher's console repeats the ranks' logs (--tee), which are parsed
+    instead: it is not watched (it would wake the supervisor twice a line), only read at
+    polls, for the last lines a job printed."""
+    session, writer, _ = new_follower(tmp_path)
+    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False)
+    if follower.fileno() is None:
+        pytest.skip("inotify is not available on this system (the follower polls instead)")
+    follower.poll(100.0)
+    launcher = follower._files[session / layout.LAUNCHER_LOG]
+    assert not launcher.watched
+    selector = selectors.DefaultSelector()
+    selector.register(follower.fileno(), selectors.EVENT_READ)
+    with open(session / layout.LAUNCHER_LOG, "a", encoding="utf-8") as f:
+        f.write("[default0]:neurotui-runner step=1 rank=0 samples=16 loss=1.0\n")
+    assert not selector.select(timeout=0.3), "the console woke the supervisor"
+    follower.poll(101.0, final=True)
+    assert follower.tail_lines()["launcher"] == [
+        "[default0]:neurotui-runner step=1 rank=0 samples=16 loss=1.0"]
+    assert "launcher's console" in str(follower.timing["note"])
+    writer.close()
+    assert not [line for line in (session / layout.EVENTS).read_text().splitlines()
+                if '"step"' in line]  # the rank's own log gives its steps
+
+
 def test_without_inotify_the_session_says_lines_are_stamped_at_polls(tmp_path) -> None:
     _, writer, follower = new_follower(tmp_path, watch=False)
     writer.close()
