@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -57,9 +58,10 @@ def job_times(session: Path) -> tuple[float, float]:
     return start, end
 
 
-def supervised(steps: int) -> tuple[float, float, float, float, float, float, float]:
+def supervised(steps: int) -> tuple[float, float, float, float, float, float, float, float]:
     """Returns (wall s, job s, supervisor CPU s in all, steady CPU s, steady seconds,
-    command start to job launch s, job exit to command return s)."""
+    command start to job launch s, job exit to command return s, steady wakeups a second:
+    the supervisor's voluntary context switches, each a sleep it woke from)."""
     with tempfile.TemporaryDirectory() as sessions:
         began = time.time()
         start = time.perf_counter()
@@ -84,19 +86,21 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
         cpu = 0.0
         born = sup.create_time()
         lifetime = 0.0
-        steady_from: tuple[float, float] | None = None
-        steady_to: tuple[float, float] | None = None
+        steady_from: tuple[float, float, int] | None = None
+        steady_to: tuple[float, float, int] | None = None
+        wakeups = 0
         while True:
             try:
                 times = sup.cpu_times()
                 cpu = times.user + times.system
                 lifetime = time.time() - born
+                wakeups = sup.num_ctx_switches().voluntary
             except psutil.Error:
                 break
             if steady_from is None and lifetime >= STARTUP_S:
-                steady_from = (cpu, lifetime)
+                steady_from = (cpu, lifetime, wakeups)
             if steady_to is None and steady_from is not None and not job.is_running():
-                steady_to = (cpu, lifetime)  # after this: the end-of-run summary
+                steady_to = (cpu, lifetime, wakeups)  # after this: the end-of-run summary
             if proc.poll() is not None:
                 break
             time.sleep(0.2)
@@ -105,10 +109,12 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
         returned = time.time()
         launched, exited = job_times(meta_path.parent)
         job = exited - launched
-        steady_to = steady_to or (cpu, lifetime)
-        steady_cpu, steady_s = (steady_to[0] - steady_from[0], steady_to[1] - steady_from[1]) \
-            if steady_from else (float("nan"), float("nan"))
-        return wall, job, cpu, steady_cpu, steady_s, launched - began, returned - exited
+        steady_to = steady_to or (cpu, lifetime, wakeups)
+        steady_cpu, steady_s, steady_wakeups = (
+            steady_to[0] - steady_from[0], steady_to[1] - steady_from[1],
+            steady_to[2] - steady_from[2]) if steady_from else (math.nan, math.nan, math.nan)
+        return (wall, job, cpu, steady_cpu, steady_s, launched - began, returned - exited,
+                steady_wakeups / steady_s)
 
 
 def main() -> None:
@@ -117,10 +123,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400)
     args = parser.parse_args()
     bare(20)  # warm the page cache: torch imports dominate a cold first run
-    ratios, job_ratios, cpu_shares, to_launch, to_return = [], [], [], [], []
+    ratios, job_ratios, cpu_shares, to_launch, to_return, wakeups = [], [], [], [], [], []
     for i in range(args.pairs):
         b = bare(args.steps)
-        s, job, cpu, steady_cpu, steady_s, launch_s, return_s = supervised(args.steps)
+        s, job, cpu, steady_cpu, steady_s, launch_s, return_s, woke = supervised(args.steps)
+        wakeups.append(woke)
         to_launch.append(launch_s)
         to_return.append(return_s)
         ratios.append(s / b)
@@ -129,7 +136,8 @@ def main() -> None:
         print(f"pair {i + 1}: bare {b:6.2f} s | training under neurotui {job:6.2f} s "
               f"(ratio {job / b:.4f}) | whole command {s:6.2f} s (ratio {s / b:.4f}) | "
               f"supervisor {cpu:.2f} CPU-s in all, steady {100 * steady_cpu / steady_s:.2f}% "
-              f"of a core | start to launch {launch_s:.2f} s, exit to return {return_s:.2f} s",
+              f"of a core, {woke:.1f} wakeups/s | start to launch {launch_s:.2f} s, exit to "
+              f"return {return_s:.2f} s",
               flush=True)
     job_ratio, whole_ratio = statistics.median(job_ratios), statistics.median(ratios)
     print(f"median training-time ratio (under neurotui / bare): {job_ratio:.4f} "
@@ -137,7 +145,7 @@ def main() -> None:
     print(f"median whole-command ratio (incl. neurotui's own start and stop): "
           f"{whole_ratio:.4f} ({100 * (whole_ratio - 1):+.2f}%)")
     print(f"median supervisor CPU while the job runs: {100 * statistics.median(cpu_shares):.2f}% "
-          "of one core")
+          f"of one core, {statistics.median(wakeups):.1f} wakeups a second")
     print(f"neurotui's fixed cost (target at most 0.5 s each): command start to job launch "
           f"{statistics.median(to_launch):.2f} s, job exit to command return "
           f"{statistics.median(to_return):.2f} s (medians; range {min(to_launch):.2f}-"
