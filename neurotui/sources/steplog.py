@@ -1374,8 +1374,7 @@ class StepLineParser:
         if len(line) > MAX_LINE_CHARS:
             return None
         raw = line.rstrip("\r\n")
-        # A launcher prefix starts with "[" or a colour code: most lines are spared the call.
-        rank, text = strip_rank_prefix(raw) if raw[:1] in "[\x1b" else (None, raw)
+        rank, text = strip_rank_prefix(raw)
         if "\r" in text:
             # A tqdm bar redraws itself with \r; the terminal shows the last segment.
             text = _last_segment(text)

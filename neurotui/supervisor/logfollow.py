@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neurotui.session import layout
-from neurotui.session.tailing import read_lines_backwards
+from neurotui.session.tailing import read_lines_backwards, split_lines
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLineParser, StepValues, strip_rank_prefix
 from neurotui.supervisor import spool
@@ -160,8 +160,7 @@ class _Followed:
         waiting in `pending`."""
         if not chunk:
             return []
-        lines = (self.pending + chunk).split(b"\n")
-        self.pending = lines.pop()
+        lines, self.pending = split_lines(self.pending, chunk)
         return lines
 
     def look(self) -> tuple[int, float]:
@@ -340,7 +339,7 @@ class LogFollower:
     _polled_probe_logs: int = 0  # logs of probe.step() ranks, read at polls (see there)
     _deferred: list[tuple[_Followed, int, float]] = field(default_factory=list)
     """What busy wakeups saw (a log, its size, the stamp), read and taken at the next poll
-    (_read)."""
+    (_look)."""
     _batch_lines: int = 0  # lines read in batches, in the second being counted
     _shared_now: int = 0  # of those, lines that came after another of their log in one read
     shared_lines: int = 0
@@ -368,7 +367,7 @@ class LogFollower:
         polled = "" if self.parse_launcher else (
             "; the launcher's console, which repeats the ranks' logs, is read at polls")
         if self._polled_probe_logs:
-            polled = (f"; the {self._polled_probe_logs} logs of ranks that report their steps "
+            polled += (f"; the {self._polled_probe_logs} logs of ranks that report their steps "
                       f"through probe.step() are read at polls (their step lines are not "
                       f"recorded; their compile lines are up to {POLL_S:g} s late)")
         if self._batched:
@@ -420,7 +419,7 @@ class LogFollower:
             for target in changed:
                 if isinstance(target, _Followed):
                     target.changes += 1
-                    target.behind = self._read(target, now, wakeup=True)
+                    target.behind = self._read(target, now)
                 else:
                     self._discover_due = True  # a new log, or a folder one will be in
         if self._discover_due:
@@ -428,27 +427,28 @@ class LogFollower:
                 followed.behind = self._read(followed, now)
 
     def _look(self, changed: list[_Followed | Path], now: float) -> None:
-        """While busy: each changed log's size and modification time, noted for the next poll
-        (take_read; see _read for why the stamp is the modification time). One fstat a log
-        and nothing else: a batch's wakeup sees dozens of logs, ten times a second."""
-        fstat, deferred = os.fstat, self._deferred
+        """While busy (read in batches): each changed log's size and modification time only,
+        noted for the next poll, which reads and takes (parses, records) all of a poll's
+        pieces in one go, each with the stamp of the look that first saw it (take_read). The
+        supervisor then wakes for one system call per log, not for a read and Python's whole
+        handling of each line."""
         for target in changed:
             if not isinstance(target, _Followed):
                 self._discover_due = True  # a new log, or a folder one will be in
                 continue
             target.changes += 1
-            if target.fd is None:  # not opened yet: _read opens it
-                target.behind = self._read(target, now, wakeup=True)
-                continue
+            seen_before = target.seen
             try:
-                status = fstat(target.fd)
+                size, written_at = target.look()
             except OSError:
                 continue
-            size = status.st_size
-            if size > target.seen:
-                target.seen = size
-                written_at = status.st_mtime_ns / 1e9
-                deferred.append((target, size, written_at if written_at < now else now))
+            if size > seen_before:
+                # A line seen now may have been written a batch ago, and stamping it now
+                # would round every step time to whole batch periods (100 ms steps read
+                # every 26 ms come out 104). The kernel's modification time of the log is
+                # when its last write happened (no later write: the size is from the same
+                # fstat).
+                self._deferred.append((target, size, min(now, written_at)))
 
     def close(self) -> None:
         if self._changes is not None:
@@ -611,28 +611,9 @@ class LogFollower:
         self._unwatched += not followed.watched
         return followed
 
-    def _read(self, followed: _Followed, now: float, *, wakeup: bool = False) -> bool:
-        """Take what `followed` gained; True when there may be more (a full read).
-
-        While the logs are busy (read in batches), a wakeup only looks at the log's size and
-        modification time; the bytes are read and taken (parsed, recorded) at the next poll,
-        all of a poll's pieces in one go, each with the stamp of the look that first saw it:
-        the supervisor then wakes for one system call per log, not for a read and Python's
-        whole handling of each line."""
-        if wakeup and self._busy:
-            try:
-                seen_before = followed.seen
-                size, written_at = followed.look()
-            except OSError:
-                return followed.behind
-            if size > seen_before:
-                # Read in batches: a line seen now may have been written a batch ago, and
-                # stamping it now would round every step time to whole batch periods (100 ms
-                # steps read every 26 ms come out 104). The kernel's modification time of
-                # the log is when its last write happened (no later write: the size is from
-                # the same fstat).
-                self._deferred.append((followed, size, min(now, written_at)))
-            return followed.behind  # (a read cut at _MAX_READ goes on at the next poll)
+    def _read(self, followed: _Followed, now: float) -> bool:
+        """Take what `followed` gained; True when there may be more (a full read). While the
+        logs are busy, wakeups only look at them instead (_look)."""
         before = followed.offset
         try:
             chunk = followed.read_chunk(now)
@@ -643,7 +624,7 @@ class LogFollower:
         return followed.offset - before >= _MAX_READ
 
     def take_read(self) -> None:
-        """Read and take what busy wakeups saw (see _read), in the order they saw it: at
+        """Read and take what busy wakeups saw (see _look), in the order they saw it: at
         each poll, and by a supervisor leaving."""
         deferred, self._deferred = self._deferred, []
         if not deferred:
