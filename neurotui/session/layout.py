@@ -61,6 +61,10 @@ class ProbeFolder:
 
     def files(self, *, auto: bool = False) -> dict[int, Path]:
         """Rank -> probe file, as probe_files gives them (do not change what it returns)."""
+        return self.both()[1 if auto else 0]
+
+    def both(self) -> tuple[dict[int, Path], dict[int, Path]]:
+        """(probe.step() files, automatic probe files), after one look at the folder."""
         try:
             changed: int | None = self.dir.stat().st_mtime_ns
         except OSError:
@@ -70,7 +74,7 @@ class ProbeFolder:
             session = self.dir.parent
             self._files = (probe_files(session), probe_files(session, auto=True))
             self._changed = changed
-        return self._files[1 if auto else 0]
+        return self._files
 
 
 def json_lines_bytes(session_dir: Path) -> int:

@@ -369,9 +369,9 @@ class SessionReader:
         return self.meta.get("exit") is None
 
     def _stream_paths(self) -> list[Path]:
-        return [self.dir / layout.EVENTS,
-                *(p for _, p in sorted(self._probe_folder.files().items())),
-                *(p for _, p in sorted(self._probe_folder.files(auto=True).items()))]
+        probe, auto = self._probe_folder.both()
+        return [self.dir / layout.EVENTS, *(p for _, p in sorted(probe.items())),
+                *(p for _, p in sorted(auto.items()))]
 
     def _read_tail(self, tail: _Tail, batch: list[_Piece]) -> int:
         """Take the complete lines appended to one stream; a partial last line waits. A short

@@ -117,8 +117,8 @@ class StallWatch:
                 self._take_probe_line(raw)
 
     def _probe_files(self) -> list[Path]:
-        return [*self._probe_folder.files().values(),
-                *self._probe_folder.files(auto=True).values()]
+        probe, auto = self._probe_folder.both()
+        return [*probe.values(), *auto.values()]
 
     def _take_probe_line(self, raw: bytes) -> None:
         if b'"step"' not in raw:
