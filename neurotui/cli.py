@@ -1,4 +1,4 @@
-"""Command line: run, attach, ls, stop, replay, compare, export, patterns."""
+"""Command line: run, attach, ls, stop, replay, compare, export, patterns, serve."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from neurotui import __version__, compare_command, export, fmt, patterns
+from neurotui import __version__, compare_command, export, fmt, patterns, serve
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_command.add_parser(sub)
     export.add_parser(sub)
     patterns.add_parser(sub)
+    serve.add_parser(sub)
     return p
 
 
@@ -160,8 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             return export.run(args, root)
         if args.command == "patterns":
             return patterns.run(args)
+        if args.command == "serve":
+            return serve.run(args, root)
         # `neurotui` alone: the dashboard on the running session.
-        args.session, args.headless = None, not sys.stdout.isatty()
+        args.session, args.headless = None, not on_a_terminal()  # (a browser too)
         args.interval, args.ascii, args.theme = None, None, None
         return cmd_attach(args, root)
     except (SessionNotFound, SessionFormatError) as exc:

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.driver import Driver
@@ -35,6 +35,7 @@ from neurotui.live.memory import Trimmer
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.session.reader import SessionFormatError, SessionReader
 from neurotui.session.status import SessionStatus
+from neurotui.terminal import control_allowed
 from neurotui.ui.driver import quiet
 from neurotui.ui.messages import JobActionAnswered, LogLines, StateUpdated
 from neurotui.ui.screens.breakdown import BreakdownScreen
@@ -86,6 +87,8 @@ class DashboardApp(App[int]):
     dashboard_actions = frozenset({"stop_training", "adopt", "compare", "rank", "toggle_stream",
                                    "zoom", "unzoom", "cpu_heat", "breakdown"})
     """Keys that act on the dashboard: they rest while another screen is over it."""
+    control_actions = frozenset({"stop_training", "adopt"})
+    """Keys that act on the job: refused where `neurotui serve` is read-only."""
 
     def __init__(self, session_dir: Path, *, clock: Clock | None = None,
                  model: DashboardModel | None = None, interval_s: float = DEFAULT_INTERVAL_S,
@@ -112,6 +115,7 @@ class DashboardApp(App[int]):
         self.theme = theme or (LIGHT.name if os.environ.get("NEUROTUI_THEME") == "light"
                                else DARK.name)
         self._ascii_default = want_ascii() if ascii_mode is None else ascii_mode
+        self.control = control_allowed()  # False: read-only, served to a browser
 
     # -- set-up --------------------------------------------------------------------------
     def get_driver_class(self) -> type[Driver]:
@@ -159,10 +163,27 @@ class DashboardApp(App[int]):
             # Over the compare screen, help or a prompt, `S` or `]` would act on a view out
             # of sight (and space or `g` are the other screen's own keys).
             return False
-        if action == "adopt":  # only for a job running on without its supervisor
-            return self.last_state is not None and \
-                self.last_state.header.status == "unsupervised"
+        if action == "adopt" and not (  # only for a job running on without its supervisor
+                self.last_state is not None and self.last_state.header.status == "unsupervised"):
+            return False
+        if action in self.control_actions and not self.control:
+            return None  # greyed in the footer; on_key says why a press does nothing
         return super().check_action(action, parameters)
+
+    def on_key(self, event: events.Key) -> None:
+        """Read-only: a key bound to stopping or adopting says why it does nothing."""
+        bound = self.active_bindings.get(event.key)
+        if not self.control and bound is not None and \
+                bound.binding.action in self.control_actions:
+            self.refuse_control()
+
+    def refuse_control(self) -> bool:
+        """Whether job control is off here (and if so, a note saying so)."""
+        if not self.control:
+            self.notify("Control is off: this dashboard is served read-only (`neurotui serve` "
+                        "without --allow-control). Training goes on.", severity="warning",
+                        markup=False)
+        return not self.control
 
     # -- polling -------------------------------------------------------------------------
     def _poll(self) -> None:
@@ -328,6 +349,8 @@ class DashboardApp(App[int]):
         self.poll_now()
 
     def action_stop_training(self) -> None:
+        if self.refuse_control():  # (the command palette, or any caller besides the key)
+            return
         state = self.last_state
         if state is not None and not state.header.running:
             self.notify(f"training is not running ({state.header.status})")
@@ -356,6 +379,8 @@ class DashboardApp(App[int]):
         self.post_message(JobActionAnswered(answer.ok, message))
 
     def action_adopt(self) -> None:
+        if self.refuse_control():
+            return
         self.notify("starting a new supervisor for the job...")
         self._adopt_worker()
 
@@ -374,8 +399,9 @@ class DashboardApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Stop training", "Stop the job (asks first)",
-                            self.action_stop_training)
+        if self.control:
+            yield SystemCommand("Stop training", "Stop the job (asks first)",
+                                self.action_stop_training)
         yield SystemCommand("Help", "Keys and what the panels show", self.action_help)
         yield SystemCommand("Compare sessions", "This run beside others, like the study's "
                             "table", self.action_compare)
