@@ -163,9 +163,14 @@ def main(argv: list[str] | None = None) -> int:
             return patterns.run(args)
         if args.command == "serve":
             return serve.run(args, root)
-        # `neurotui` alone: the dashboard on the running session.
+        # `neurotui` alone: the dashboard on the running session; with none running (or
+        # several), the home screen lists the folder's sessions.
         args.session, args.headless = None, not on_a_terminal()  # (a browser too)
         args.interval, args.ascii, args.theme = None, None, None
+        if not args.headless and len(running_sessions(root)) != 1:
+            from neurotui.ui.home_app import run_app
+
+            return run_app(root, **display_settings(args))
         return cmd_attach(args, root)
     except (SessionNotFound, SessionFormatError) as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
@@ -273,10 +278,10 @@ def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: boo
 
     if not headless:
         if on_a_terminal():
-            from neurotui.ui.app import run_dashboard
+            from neurotui.ui.home_app import run_app
 
-            # It says how to come back if training goes on.
-            return run_dashboard(session_dir, **display_settings(args))
+            # It says how to come back if training goes on; `l` leads to the home screen.
+            return run_app(session_dir.parent, session_dir, **display_settings(args))
         print("neurotui: not a terminal; following in headless mode", file=sys.stderr)
     try:
         ended = headless_mode.follow(headless_mode.model_for(session_dir),
@@ -343,6 +348,10 @@ def cmd_ls(root: Path) -> int:
     return 0
 
 
+def running_sessions(root: Path) -> list[Path]:
+    return [p for p in list_sessions(root) if session_status(p).running]
+
+
 def display_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The dashboard's keyword arguments from --interval/--ascii/--theme (None: from the
     environment, as run_dashboard documents)."""
@@ -383,10 +392,10 @@ def cmd_replay(args: argparse.Namespace, root: Path) -> int:
         print("neurotui: replay needs a terminal; `neurotui compare` and `neurotui export` "
               "work without one", file=sys.stderr)
         return 2
-    from neurotui.ui.replay import run_replay
+    from neurotui.ui.home_app import run_app
 
-    return run_replay(session_dir, speed=args.speed, at=args.at, paused=args.paused,
-                      **display_settings(args))
+    return run_app(session_dir.parent, session_dir, replay=True, speed=args.speed, at=args.at,
+                   paused=args.paused, **display_settings(args))
 
 
 def cmd_stop(args: argparse.Namespace, root: Path) -> int:

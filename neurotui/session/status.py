@@ -52,6 +52,12 @@ def session_status(session_dir: Path) -> SessionStatus:
         meta = load_meta(session_dir)
     except SessionFormatError as exc:
         return SessionStatus("unreadable", False, str(exc))
+    return status_of(meta)
+
+
+def status_of(meta: dict[str, Any]) -> SessionStatus:
+    """The state of a session whose meta.json is already read (the home screen reads each
+    session's meta.json once for its row and its state)."""
     ended = meta.get("exit")
     if isinstance(ended, dict):
         reason = str(ended.get("reason") or "ended")

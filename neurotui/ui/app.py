@@ -90,32 +90,63 @@ class DashboardApp(App[int]):
     control_actions = frozenset({"stop_training", "adopt"})
     """Keys that act on the job: refused where `neurotui serve` is read-only."""
 
-    def __init__(self, session_dir: Path, *, clock: Clock | None = None,
+    def __init__(self, session_dir: Path | None, *, clock: Clock | None = None,
                  model: DashboardModel | None = None, interval_s: float = DEFAULT_INTERVAL_S,
                  ascii_mode: bool | None = None, theme: str | None = None,
                  status: Callable[[], SessionStatus] | None = None) -> None:
+        """`session_dir` None: no session yet (the home screen's app opens one later with
+        `show_session`)."""
         super().__init__()
-        self.session_dir = Path(session_dir)
-        self.clock = clock or WallClock()
-        self.model = model or DashboardModel(
-            SessionReader(self.session_dir, telemetry_history=TELEMETRY_HISTORY), self.clock,
-            status=status)
         self.interval_s = interval_s
-        self.follower = ShownLogFollower(self.session_dir)
         self._trimmer = Trimmer()
-        self.log_choice: LogChoice | None = None  # None: let the follower pick
-        self.last_state: DashboardState | None = None
         self._poll_timer: Timer | None = None
         self._first_read_timer: Timer | None = None
         self._poll_soon = False
         self._polling = False
         self._dashboard: DashboardScreen | None = None
+        self.following = False
+        """Whether a session is bound: its attributes below are set only then."""
+        if session_dir is not None:
+            self.bind_session(session_dir, clock=clock, model=model, status=status)
         for t in THEMES:
             self.register_theme(t)
         self.theme = theme or (LIGHT.name if os.environ.get("NEUROTUI_THEME") == "light"
                                else DARK.name)
         self._ascii_default = want_ascii() if ascii_mode is None else ascii_mode
         self.control = control_allowed()  # False: read-only, served to a browser
+
+    def bind_session(self, session_dir: Path, *, clock: Clock | None = None,
+                     model: DashboardModel | None = None,
+                     status: Callable[[], SessionStatus] | None = None) -> None:
+        """The state of following one session: set anew for each session the app opens."""
+        self.session_dir = Path(session_dir)
+        self.clock = clock or WallClock()
+        self.model = model or DashboardModel(
+            SessionReader(self.session_dir, telemetry_history=TELEMETRY_HISTORY), self.clock,
+            status=status)
+        self.follower = ShownLogFollower(self.session_dir)
+        self.log_choice: LogChoice | None = None  # None: let the follower pick
+        self.last_state: DashboardState | None = None
+        self.following = True
+
+    def show_session(self, session_dir: Path) -> None:
+        """Open a session's dashboard over the screen shown now (the home screen's Enter)."""
+        self.bind_session(session_dir)
+        self._dashboard = self.make_dashboard()
+        self._dashboard.set_class(self.ascii_mode, "-ascii")
+        self.push_screen(self._dashboard)
+        self._start_following()
+
+    def leave_session(self) -> None:
+        """Stop following (back to the home screen). A poll still running ends unseen: its
+        frame belongs to a model no longer bound (refresh_frame checks)."""
+        for timer in (self._poll_timer, self._first_read_timer):
+            if timer is not None:
+                timer.stop()
+        self._poll_timer = self._first_read_timer = None
+        self._poll_soon = False
+        self._dashboard = None
+        self.following = False
 
     # -- set-up --------------------------------------------------------------------------
     def get_driver_class(self) -> type[Driver]:
@@ -136,6 +167,10 @@ class DashboardApp(App[int]):
 
     def on_mount(self) -> None:
         self.ascii_mode = self._ascii_default
+        if self.following:
+            self._start_following()
+
+    def _start_following(self) -> None:
         self._poll()
         self._first_read_timer = self.set_interval(0.5, self._show_first_read)
 
@@ -158,8 +193,7 @@ class DashboardApp(App[int]):
         screen.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.dashboard_actions and self._dashboard is not None \
-                and self.screen is not self._dashboard:
+        if action in self.dashboard_actions and self.screen is not self._dashboard:
             # Over the compare screen, help or a prompt, `S` or `]` would act on a view out
             # of sight (and space or `g` are the other screen's own keys).
             return False
@@ -187,6 +221,8 @@ class DashboardApp(App[int]):
 
     # -- polling -------------------------------------------------------------------------
     def _poll(self) -> None:
+        if not self.following:
+            return
         if self._polling:
             self._poll_soon = True
             return
@@ -199,7 +235,10 @@ class DashboardApp(App[int]):
 
     def refresh_frame(self, wanted: LogChoice | None) -> None:
         """One frame, in the poll worker's thread: the model's state and new log lines."""
-        state = self.model.refresh()
+        model = self.model
+        state = model.refresh()
+        if not self.following or model is not self.model:
+            return  # the session was left (or another opened) while it was read
         self.post_message(StateUpdated(state))
         self._trimmer.maybe_trim(now=self.model.fetched_table)
         lines, reset = self.follower.poll(wanted, state.now, self.log_limits())
@@ -247,6 +286,8 @@ class DashboardApp(App[int]):
         self._poll()
 
     def on_state_updated(self, message: StateUpdated) -> None:
+        if self._dashboard is None:
+            return  # sent before the session was left
         before = self.last_state
         self.last_state = message.state
         self.dashboard.show_state(message.state)
@@ -258,6 +299,8 @@ class DashboardApp(App[int]):
             self.refresh_bindings()  # keys that depend on it (adopt) come and go
 
     def on_log_lines(self, message: LogLines) -> None:
+        if self._dashboard is None:
+            return
         if self.log_choice is not None and message.choice != self.log_choice:
             return  # lines of a choice already left behind
         panel = self.dashboard.query_one(LogPanel)
@@ -272,6 +315,8 @@ class DashboardApp(App[int]):
 
     def exit_code_for_cli(self) -> int:
         """The training's exit code once it ended (as --headless returns), else 0."""
+        if not self.following:
+            return 0
         meta = self.model.reader.meta
         ended = meta.get("exit")
         if not isinstance(ended, dict):
@@ -436,12 +481,17 @@ def run_dashboard(session_dir: Path, *, interval_s: float | None = None,
     except SessionFormatError as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2
-    code = app.run()
-    state = app.last_state
+    return after_run(app, app.run())
+
+
+def after_run(app: DashboardApp, code: object) -> int:
+    """Once the app closed: say how to come back to a run that goes on; the exit code."""
+    state = app.last_state if app.following and not getattr(app, "replaying", False) \
+        else None
     if state is not None and state.header.running:
-        print(f"neurotui: dashboard closed; training goes on. `neurotui attach "
-              f"{session_dir.name}` follows it again, `neurotui stop {session_dir.name}` "
-              "stops it.", file=sys.stderr)
+        name = app.session_dir.name
+        print(f"neurotui: dashboard closed; training goes on. `neurotui attach {name}` "
+              f"follows it again, `neurotui stop {name}` stops it.", file=sys.stderr)
     if app.return_code not in (0, None):
         return app.return_code or 1
     return code if isinstance(code, int) else 0

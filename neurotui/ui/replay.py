@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -157,21 +158,44 @@ class ReplayApp(DashboardApp):
     dashboard_actions = DashboardApp.dashboard_actions | {
         "play", "speed", "seek", "seek_start", "seek_end", "go_to"}
 
-    def __init__(self, session_dir: Path, *, speed: float = 10.0, at: str | None = None,
+    def __init__(self, session_dir: Path | None, *, speed: float = 10.0, at: str | None = None,
                  paused: bool = False, interval_s: float = DEFAULT_INTERVAL_S,
                  ascii_mode: bool | None = None, theme: str | None = None) -> None:
-        super().__init__(session_dir, interval_s=interval_s, ascii_mode=ascii_mode, theme=theme)
         self.speed, self.start_at, self.start_paused = speed, at, paused
+        self.replaying = session_dir is not None
+        """False while the app follows a live session (the home screen's app opens running
+        sessions live and finished ones in replay): the player's keys and frames rest."""
+        self._no_recording()
+        super().__init__(session_dir, interval_s=interval_s, ascii_mode=ascii_mode, theme=theme)
+
+    def bind_session(self, session_dir: Path, **kwargs: Any) -> None:
+        super().bind_session(session_dir, **kwargs)
+        self._no_recording()
+
+    def _no_recording(self) -> None:
+        """Nothing loaded yet: the poll worker loads the bound session's recording."""
         self.timeline: Timeline | None = None
         self.view: TimelineView | None = None
         self.replay_clock: ReplayClock | None = None
         self.open_error: str | None = None
         self.bar = ReplayBar()
 
+    def show_session(self, session_dir: Path, *, replay: bool = True) -> None:
+        """Open a session: replayed from its start, or (`replay` False) followed live."""
+        self.replaying = replay
+        self.start_at, self.start_paused = None, False
+        super().show_session(session_dir)
+
     def make_dashboard(self) -> DashboardScreen:
+        if not self.replaying:
+            return super().make_dashboard()
         return DashboardScreen(id="dashboard", bar=self.bar, replay=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self.replaying:
+            if action in PLAYER_ACTIONS:
+                return False
+            return super().check_action(action, parameters)
         if action in ("stop_training", "adopt"):
             return False  # a recording has nothing to stop or adopt: hidden from the footer
         if action in PLAYER_ACTIONS and isinstance(self.screen, CpuHeatScreen | BreakdownScreen):
@@ -180,6 +204,9 @@ class ReplayApp(DashboardApp):
 
     # -- frames (in the poll worker) --------------------------------------------------------
     def refresh_frame(self, wanted: LogChoice | None) -> None:
+        if not self.replaying:
+            super().refresh_frame(wanted)
+            return
         if self.timeline is None and not self._open():
             return
         clock, view = self.replay_clock, self.view
@@ -193,12 +220,15 @@ class ReplayApp(DashboardApp):
         """Load the recording (once); on failure say why in the bar and stop trying."""
         if self.open_error is not None:
             return False
+        session_dir = self.session_dir
         try:
-            timeline = Timeline(self.session_dir)
+            timeline = Timeline(session_dir)
         except Exception as exc:
             self.open_error = f"cannot read the recording: {exc}"
             self.post_message(ReplayMoved(None, self.open_error))
             return False
+        if session_dir != self.session_dir or not self.following:
+            return False  # left while it loaded: the session now bound opens on its own
         self.timeline, self.view = timeline, timeline.view()
         clock = ReplayClock(timeline.start, timeline.end, speed=self.speed)
         if self.start_at:
@@ -228,6 +258,8 @@ class ReplayApp(DashboardApp):
     def log_limits(self) -> Mapping[str, int] | None:
         """Each log as far as it had been written at the cursor: the supervisor records that
         every few seconds (`log_offsets`). Older recordings lack it: their logs show whole."""
+        if not self.replaying:
+            return None
         timeline, view = self.timeline, self.view
         if timeline is None or view is None or not timeline.has_log_offsets:
             return None
@@ -237,7 +269,8 @@ class ReplayApp(DashboardApp):
             if isinstance(files, dict) else {}
 
     def on_log_lines(self, message: LogLines) -> None:
-        if self.timeline is not None and not self.timeline.has_log_offsets:
+        if self.replaying and self._dashboard is not None and self.timeline is not None \
+                and not self.timeline.has_log_offsets:
             self.dashboard.query_one(LogPanel).label = "Log (whole run)"
         super().on_log_lines(message)
 
@@ -248,12 +281,14 @@ class ReplayApp(DashboardApp):
         return ReplayPosition(clock.now(), clock.start, clock.end, clock.playing, clock.speed)
 
     def next_frame_in(self) -> float:
-        clock = self.replay_clock
+        clock = self.replay_clock if self.replaying else None
         if clock is None or not clock.playing:
             return self.interval_s
         return 0.0 if clock.fastest else min(self.interval_s, PLAYING_FRAME_S)
 
     def on_replay_moved(self, message: ReplayMoved) -> None:
+        if not self.replaying or self._dashboard is None:
+            return  # sent before the session was left
         self._show_position(message.position, message.error)
 
     def _show_position(self, position: ReplayPosition | None, error: str = "") -> None:
@@ -310,10 +345,15 @@ class ReplayApp(DashboardApp):
         self.push_screen(GoTo(self.timeline), went)
 
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
+        if not self.replaying:
+            super().action_help()
+        elif not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(REPLAY_HELP + HELP))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        if not self.replaying:
+            yield from super().get_system_commands(screen)
+            return
         for command in super().get_system_commands(screen):
             if command.title != "Stop training":
                 yield command
@@ -325,6 +365,8 @@ class ReplayApp(DashboardApp):
                             self.action_seek_start)
 
     def exit_code_for_cli(self) -> int:
+        if not self.replaying:
+            return super().exit_code_for_cli()
         return 0  # replaying says nothing about the run's exit
 
 
