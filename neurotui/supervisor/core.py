@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import selectors
 import signal
@@ -33,14 +34,18 @@ from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import control, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.cachekeeping import CacheKeeper
-from neurotui.supervisor.logfollow import POLL_S, LogFollower, resume_point
+from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.stallwatch import StallWatch
+from neurotui.supervisor.wakeups import SignalWake, exit_descriptor
 
 TICK_S = 0.25
+"""How often the supervisor looks whether the job exited where the kernel cannot say so (no
+pidfd: see wakeups.py); with one, it wakes only when there is something to do."""
 LOG_WATCH_ENV = "NEUROTUI_LOG_WATCH"
-"""'0': poll the logs every POLL_S instead of reading them as they change (cheaper with very
-many step lines a second; their times are then up to POLL_S late, and the session says so)."""
+"""'0': poll the logs every logfollow.POLL_S instead of reading them as they change (cheaper
+with very many step lines a second; their times are then up to POLL_S late, and the session
+says so)."""
 TELEMETRY_S = 1.0
 SWEEP_GRACE_S = 3.0
 
@@ -93,9 +98,11 @@ class Supervisor:
         self.selector = selectors.DefaultSelector()
         self.socket_path = control.socket_path(self.dir)
         self.server = control.listen(self.socket_path)
-        self.selector.register(self.server, selectors.EVENT_READ)
+        self.selector.register(self.server, selectors.EVENT_READ, _CONTROL)
         if self.follower.fileno() is not None:  # a log changed: read it now, stamp it now
-            self.selector.register(self.follower.fileno(), selectors.EVENT_READ)
+            self.selector.register(self.follower.fileno(), selectors.EVENT_READ, _LOGS)
+        self._exit_fd: int | None = None  # readable when the job's leader exits (pidfd)
+        self._signal_wake: SignalWake | None = None
         self.job: subprocess.Popen[bytes] | None = None
         self.tree: JobTree | None = None
         self.process_rows = ProcessRows()
@@ -115,6 +122,8 @@ class Supervisor:
         signal.signal(signal.SIGHUP, _ignore)
         signal.signal(signal.SIGINT, _ignore)
         signal.signal(signal.SIGTERM, self._on_sigterm)
+        self._signal_wake = SignalWake()
+        self.selector.register(self._signal_wake, selectors.EVENT_READ, _SIGNAL)
         self._save_meta(supervisor_pid=os.getpid(), control_socket=str(self.socket_path))
         code: int | None = None
         sig_name: str | None = None
@@ -171,6 +180,7 @@ class Supervisor:
                 self.argv, cwd=self.meta.get("cwd") or None, env=env, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.tree = JobTree(self.job.pid)
+        self._watch_exit_of(self.job.pid)
         self.follower.attempt = self.attempt
         self.stalls.new_attempt(self.attempt)
         self.stopping = None
@@ -201,12 +211,28 @@ class Supervisor:
         self.stalls.new_attempt(self.attempt)
         self.stalls.skip_history()
         self.tree = JobTree(pid)
+        self._watch_exit_of(pid)
         self.adopted_pid = pid
         self._save_meta(adopted_at=time.time())
         self.writer.write("warning", source="supervisor", message=(
             f"a new supervisor adopted the running job (pid {pid}); host and accelerator "
             "telemetry since the old one died is missing, and its exit code will be unknown"))
         return True
+
+    def _watch_exit_of(self, pid: int) -> None:
+        """Wake when `pid` (this attempt's leader) exits, instead of looking every TICK_S."""
+        self._forget_exit()
+        self._exit_fd = exit_descriptor(pid)
+        if self._exit_fd is not None:
+            self.selector.register(self._exit_fd, selectors.EVENT_READ, _EXIT)
+
+    def _forget_exit(self) -> None:
+        """The leader is gone (or another one is watched): its descriptor stays readable for
+        good, and a wait on it would never sleep again."""
+        if self._exit_fd is not None:
+            self.selector.unregister(self._exit_fd)
+            os.close(self._exit_fd)
+            self._exit_fd = None
 
     def _job_exit(self) -> tuple[bool, int | None]:
         """(whether the job's leader has exited, its return code when it is our child)."""
@@ -220,7 +246,7 @@ class Supervisor:
         """Run until the job's leader exits; returns (code, signal name, restart asked)."""
         assert self.tree is not None
         restart_asked = False
-        next_logs = next_telemetry = 0.0
+        next_logs = next_telemetry = time.time()
         while True:
             now = time.time()
             # While busy logs are read in batches, work due before the next batch is done in
@@ -228,12 +254,12 @@ class Supervisor:
             soon = now + self.follower.pause_s
             if soon >= next_logs:
                 self._guarded("reading the job's logs", self.follower.poll, now)
-                next_logs = now + POLL_S
+                next_logs = _next_due(next_logs, self.follower.poll_s, now)
             if soon >= next_telemetry:
                 self._sample_telemetry(now)
                 self._watch_alerts(now)
                 self._guarded("keeping the session's cache", self.cache_keeper.tick, now)
-                next_telemetry = now + TELEMETRY_S
+                next_telemetry = _next_due(next_telemetry, TELEMETRY_S, now)
             self.writer.flush()
             if self._meta_unsaved:
                 self._save_meta()
@@ -244,7 +270,13 @@ class Supervisor:
                 self._guarded("reading the job's logs", self.follower.take_read)
                 return None, None, False
             self._escalate_stop(now)
-            restart_asked |= self._wait_tick(min(now + TICK_S, next_logs))
+            wake_at = min(next_logs, next_telemetry)
+            if self.stopping is not None:
+                wake_at = min(wake_at, self.stopping.deadline)
+            if self._exit_fd is None:  # the kernel will not say when the job exits
+                wake_at = min(wake_at, now + TICK_S)
+            restart_asked |= self._wait_tick(wake_at)
+        self._forget_exit()
         self._sweep()
         self._guarded("reading the job's logs", self.follower.poll, time.time(), True)
         code = returncode if returncode is None or returncode >= 0 else None
@@ -257,19 +289,31 @@ class Supervisor:
 
     def _wait_tick(self, until: float) -> bool:
         """Until `until`, read each log the moment it changes (its lines are stamped then) and
-        answer the control channel; the once-a-tick work waits for the tick. Returns True when
-        a restart was asked for."""
+        answer the control channel; the timed work waits for `until`. Returns early, True when
+        a restart was asked for, on a request, the job's exit or a caught signal."""
         restart = False
         while (timeout := until - time.time()) > 0:
             if (rest := self._next_batch_at - time.time()) > 0:  # busy logs: read in batches
                 time.sleep(min(rest, timeout))
                 continue
             for key, _ in self.selector.select(timeout=timeout):
-                if key.fileobj is self.server:
+                if key.data == _CONTROL:
                     restart |= self._serve_one()
                     return restart  # a stop or restart is acted on at once
+                if key.data == _EXIT:
+                    return restart
+                if key.data == _SIGNAL:
+                    assert self._signal_wake is not None
+                    self._signal_wake.drain()
+                    if self.leaving:
+                        return restart
+                    continue
                 self._guarded("reading the job's logs", self.follower.on_change, time.time())
-                if (pause := self.follower.pause_s) > 0:
+                if (pause := self.follower.pause_s) <= 0:
+                    # On disk now, not at the next timed wakeup: the dashboard's next read
+                    # shows the step.
+                    self.writer.flush()
+                else:
                     self._next_batch_at = time.time() + pause
                     if until < self._next_batch_at:
                         # The tick's work is due before the next batch: done now, in this
@@ -283,8 +327,11 @@ class Supervisor:
         while time.time() < deadline:
             self.writer.flush()
             for key, _ in self.selector.select(timeout=min(TICK_S, deadline - time.time())):
-                if key.fileobj is self.server:
+                if key.data == _CONTROL:
                     self._serve_one()
+                elif key.data == _SIGNAL:
+                    assert self._signal_wake is not None
+                    self._signal_wake.drain()
             if self.stop_requested or self.leaving:
                 return False
         return True
@@ -366,6 +413,9 @@ class Supervisor:
         return True
 
     def _close(self) -> None:
+        self._forget_exit()
+        if self._signal_wake is not None:
+            self._signal_wake.close()
         self.follower.close()
         if self.telemetry is not None:
             self.telemetry.close()
@@ -488,6 +538,18 @@ class Supervisor:
             count = self.tree.signal_all(signal.SIGKILL)
             self.writer.write("warning", source="supervisor",
                               message=f"killed {count} leftover process(es) of the job")
+
+
+def _next_due(due: float, period: float, now: float) -> float:
+    """The first time after `now` on the grid of `due` + whole periods: timed work of periods
+    that divide each other stays due at the same instants, one wakeup for all (each timed
+    from its own last run drifts apart, and wakes the supervisor once more a second). Work
+    done early (in a busy wakeup just before it was due) is next due a period on."""
+    return due + period * (math.floor((max(now, due) - due) / period) + 1)
+
+
+# What a selector key stands for (its `data`): the sources that wake the supervisor.
+_CONTROL, _LOGS, _EXIT, _SIGNAL = "control", "logs", "exit", "signal"
 
 
 def _ignore(signum: int, frame: object) -> None:

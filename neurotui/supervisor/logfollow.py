@@ -30,7 +30,12 @@ from neurotui.supervisor.stallwatch import StallWatch
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
 POLL_S = 0.5
-"""The supervisor polls the logs this often: new files, and every line where inotify is off."""
+"""The supervisor polls the logs this often where inotify is off (every line is read and
+stamped at a poll then), or does not watch every log."""
+WATCHED_POLL_S = 1.0
+"""With every log watched, lines are read as they change, and a poll only finds new logs,
+copies the spooled output on and reads the logs read at polls (_poll_probed_logs): once a
+second, with the telemetry, in the same wakeup."""
 _TAIL_LINES = 20
 TAIL_LINE_CHARS = 2000
 """A tail line (kept in proc_exit) longer than this is cut, and says so: one 10 MB line of
@@ -369,7 +374,7 @@ class LogFollower:
         if self._polled_probe_logs:
             polled += (f"; the {self._polled_probe_logs} logs of ranks that report their steps "
                       f"through probe.step() are read at polls (their step lines are not "
-                      f"recorded; their compile lines are up to {POLL_S:g} s late)")
+                      f"recorded; their compile lines are up to {self.poll_s:g} s late)")
         if self._batched:
             return {"method": "inotify", "max_delay_s": None,
                     "shared_stamp_lines": self.shared_lines,
@@ -385,6 +390,11 @@ class LogFollower:
                 "polled_probe_logs": self._polled_probe_logs,
                 "note": "lines stamped when read, as soon as the kernel said their log changed"
                 + polled}
+
+    @property
+    def poll_s(self) -> float:
+        """How often the supervisor should call `poll`."""
+        return POLL_S if self._changes is None or self._unwatched else WATCHED_POLL_S
 
     @property
     def pause_s(self) -> float:
@@ -512,7 +522,7 @@ class LogFollower:
         from now on, not as they change: their step lines are not recorded (the probe's steps
         are), so no line of theirs needs its time to the millisecond, and a job printing a
         line a step would otherwise wake the supervisor at every step. Their compile lines
-        are stamped at the poll that reads them (up to POLL_S late)."""
+        are stamped at the poll that reads them (up to poll_s late)."""
         for followed in self._files.values():
             if followed.watched and followed.rank in self._probed_ranks and \
                     self._changes is not None:

@@ -1,0 +1,52 @@
+"""What wakes the supervisor besides its timers: the job's exit and the signals it is sent.
+
+Without these it would have to look several times a second (is the job still there? was a
+SIGTERM caught?), and each look is a wakeup: on an idle job most of the supervisor's cost. The
+kernel says both through descriptors the supervisor's selector waits on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+
+
+def exit_descriptor(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` exits (a pidfd, Linux 5.3+), for
+    a child and an adopted job alike; None where the kernel or Python has none (then the
+    supervisor looks every TICK_S, as before)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return int(pidfd_open(pid))
+    except OSError:  # an older kernel (ENOSYS), or the process is already gone (ESRCH)
+        return None
+
+
+class SignalWake:
+    """A socket that becomes readable when a caught signal arrives (signal.set_wakeup_fd): a
+    SIGTERM's handler only sets a flag, and a wait that Python resumes after the handler
+    (PEP 475) would otherwise not see it until its timeout."""
+
+    def __init__(self) -> None:
+        self._read, self._write = socket.socketpair()
+        self._read.setblocking(False)
+        self._write.setblocking(False)
+        self._previous = signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
+
+    def fileno(self) -> int:
+        return self._read.fileno()
+
+    def drain(self) -> None:
+        """Empty the socket (one byte per signal) so that it waits again."""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while self._read.recv(512):
+                pass
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._previous)
+        self._read.close()
+        self._write.close()
