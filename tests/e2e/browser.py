@@ -87,8 +87,10 @@ class Page:
             if predicate(text):
                 return text
             await asyncio.sleep(0.5)
+        shown = text or ("no terminal found in the page (has textual-serve's xterm.js "
+                         "changed? see _CATCH_TERMINAL)")
         raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; the page "
-                             f"shows:\n{text}")
+                             f"shows:\n{shown}")
 
     async def press(self, key: str) -> None:
         """A key as a person types it (one printable character), into the terminal."""

@@ -1,6 +1,7 @@
 """`neurotui serve` in a real browser: a real supervised torchrun run, the real server, and
-Debian's Chromium (headless) opening the page; the figures the page shows are read from the
-page's own terminal and checked against the session's records, and a screenshot is taken.
+Debian's Chromium (headless) opening the page. The figures the page shows are read from the
+page's own terminal and checked against the session's records; the stop key is refused when
+served read-only and stops training with --allow-control; a screenshot is taken.
 
 NEUROTUI_SAVE_SCREENSHOTS=1 also writes the screenshot the README shows
 (tests/e2e/__screenshots__/serve_dashboard.png).
@@ -69,23 +70,31 @@ def events(session: Path) -> list[dict[str, object]]:
             if line.strip()]
 
 
+def start_serve(sessions: Path, log: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`neurotui serve` on a free port, once it listens; and its page's address."""
+    port = free_port()
+    with log.open("w") as out:
+        server = subprocess.Popen(neurotui_argv(sessions, "serve", "--port", str(port), *args),
+                                  stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    wait_for(lambda: listening(port) or server.poll() is not None, 60, "the server")
+    assert server.poll() is None, log.read_text()
+    return server, f"http://127.0.0.1:{port}/"
+
+
 async def test_the_dashboard_of_a_running_session_in_a_real_browser(sessions: Path,
                                                                     tmp_path: Path) -> None:
     started = time.monotonic()
-    # Longer than the test: it ends by `neurotui stop`, once the browser has tried to stop it.
+    # Longer than the test: it ends when the browser stops it.
     assert run_cli(sessions, "run", "--detach", "--name", "browser", "--",
                    *torchrun_vit("--steps", "1000000")).returncode == 0
     session = only_session(sessions)
-    port = free_port()
-    with (tmp_path / "serve.log").open("w") as log:
-        server = subprocess.Popen(neurotui_argv(sessions, "serve", "--port", str(port)),
-                                  stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    servers: list[subprocess.Popen[bytes]] = []
     try:
-        wait_for(lambda: listening(port) or server.poll() is not None, 60, "the server")
-        assert server.poll() is None, (tmp_path / "serve.log").read_text()
+        server, url = start_serve(sessions, tmp_path / "serve.log")
+        servers.append(server)
         async with Chromium(tmp_path / "chromium") as browser:
             page = await browser.page()
-            await page.open(f"http://127.0.0.1:{port}/", WIDTH, HEIGHT)
+            await page.open(url, WIDTH, HEIGHT)
 
             # Live: the session's header, its phase, steps and throughput, as they come (45 s
             # in, so that the picture's charts have some history).
@@ -107,9 +116,18 @@ async def test_the_dashboard_of_a_running_session_in_a_real_browser(sessions: Pa
             assert probe_step_count(session) > before, "training stopped"
             assert not any(e.get("kind") == "stop_request" for e in events(session))
 
-            # Stopped from the command line, the page shows the run's final figures, the
-            # ones its own record gives.
-            assert run_cli(sessions, "stop", session.name).returncode == 0
+            # With --allow-control, the same keys stop training, and the page then shows the
+            # run's final figures: the ones its own record gives.
+            server, url = start_serve(sessions, tmp_path / "serve-control.log",
+                                      "--allow-control")
+            servers.append(server)
+            await page.open(url, WIDTH, HEIGHT)
+            await page.wait_text(lambda s: "STEADY" in s and shown_step(s) > 0, 60,
+                                 "the dashboard again")
+            await page.press("S")
+            await page.wait_text(lambda s: f"Stop training {session.name}?" in s, 30,
+                                 "the stop prompt")
+            await page.press("y")
             wait_for(lambda: "summary" in load_meta(session), 120, "the run's summary")
             summary = load_meta(session)["summary"]
             steady = f"steady {fmt.rate(summary['steady_samples_per_s'], '/s')}"
@@ -119,10 +137,11 @@ async def test_the_dashboard_of_a_running_session_in_a_real_browser(sessions: Pa
             assert f"step {summary['steps']:,}" in final, summary["steps"]
             picture = await page.screenshot(tmp_path / "stopped.png")
         assert [e.get("by") for e in events(session) if e.get("kind") == "stop_request"] \
-            == ["cli"]
+            == ["dashboard"]
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=30)
     assert picture.stat().st_size > 20_000  # a drawn dashboard, not a blank page
     if os.environ.get("NEUROTUI_SAVE_SCREENSHOTS") == "1":
         SCREENSHOTS.mkdir(exist_ok=True)
