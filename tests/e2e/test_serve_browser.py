@@ -39,6 +39,7 @@ pytestmark = [pytest.mark.slow,
                                                           ".ci/run installs it)")]
 
 SCREENSHOTS = Path(__file__).with_name("__screenshots__")
+SAVE = os.environ.get("NEUROTUI_SAVE_SCREENSHOTS") == "1"
 WIDTH, HEIGHT = 1400, 900
 
 
@@ -96,10 +97,11 @@ async def test_the_dashboard_of_a_running_session_in_a_real_browser(sessions: Pa
             page = await browser.page()
             await page.open(url, WIDTH, HEIGHT)
 
-            # Live: the session's header, its phase, steps and throughput, as they come (45 s
-            # in, so that the picture's charts have some history).
+            # Live: the session's header, its phase, steps and throughput, as they come (for
+            # the README's picture, 45 s in: its charts then have some history).
+            steady_s = 45 if SAVE else 1
             live = await page.wait_text(
-                lambda s: session.name in s and steady_for(s) >= 45 and shown_step(s) > 0
+                lambda s: session.name in s and steady_for(s) >= steady_s and shown_step(s) > 0
                 and re.search(r"now [\d,.]+ samples/s", s), 300,
                 "the dashboard in steady state")
             assert shown_step(live) <= probe_step_count(session) // 2 + 1  # (2 ranks)
@@ -143,7 +145,7 @@ async def test_the_dashboard_of_a_running_session_in_a_real_browser(sessions: Pa
             server.terminate()
             server.wait(timeout=30)
     assert picture.stat().st_size > 20_000  # a drawn dashboard, not a blank page
-    if os.environ.get("NEUROTUI_SAVE_SCREENSHOTS") == "1":
+    if SAVE:
         SCREENSHOTS.mkdir(exist_ok=True)
         shutil.copy(tmp_path / "live.png", SCREENSHOTS / "serve_dashboard.png")
     print(f"browser test: {time.monotonic() - started:.0f}s")
