@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from neurotui import fmt, metrics, recorded
+from neurotui.fmt import format_value  # (compare.format_value: the table's cells)
 from neurotui.metrics.breakdown import phase_order, steady_phase_medians
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
 from neurotui.session.reader import SessionReader
@@ -360,32 +361,6 @@ def _float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not fmt.known(value):
         return None
     return float(value)
-
-
-
-
-def format_value(value: Any, kind: str) -> str:
-    """How the table and markdown show one figure; MISSING when unknown."""
-    if not fmt.known(value):
-        return MISSING
-    if kind == "text":
-        return str(value)
-    v = float(value)
-    if kind == "int":
-        return f"{int(v)}"
-    if kind == "ms":
-        return f"{v * 1000:.1f} ms"
-    if kind == "s":
-        return f"{v:.1f} s"
-    if kind == "rate":
-        return f"{v:,.1f}"
-    if kind == "usd":
-        return fmt.price(v)
-    if kind == "count":
-        return f"{v:,.0f}"
-    if kind == "ratio":
-        return f"{v:.2f}x"
-    raise ValueError(f"unknown column kind {kind!r}")
 
 
 def _cells(row: dict[str, Any], columns: Sequence[Column] = COLUMNS) -> list[str]:

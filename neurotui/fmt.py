@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 MISSING = "n/a"
 
@@ -110,3 +111,28 @@ def size(value: float | None) -> str:
 
 def percent(value: float | None) -> str:
     return MISSING if not known(value) else f"{float(value):.0f}%"  # type: ignore[arg-type]
+
+
+def format_value(value: Any, kind: str) -> str:
+    """How compare's table and markdown (and the home screen) show one figure; MISSING when
+    unknown. `kind`: text, int, ms, s, rate, usd, count, ratio."""
+    if not known(value):
+        return MISSING
+    if kind == "text":
+        return str(value)
+    v = float(value)
+    if kind == "int":
+        return f"{int(v)}"
+    if kind == "ms":
+        return f"{v * 1000:.1f} ms"
+    if kind == "s":
+        return f"{v:.1f} s"
+    if kind == "rate":
+        return f"{v:,.1f}"
+    if kind == "usd":
+        return price(v)
+    if kind == "count":
+        return f"{v:,.0f}"
+    if kind == "ratio":
+        return f"{v:.2f}x"
+    raise ValueError(f"unknown column kind {kind!r}")

@@ -91,7 +91,9 @@ def read_entry(path: Path, now: float) -> SessionEntry:
     try:
         meta = load_meta(path)
     except SessionFormatError as exc:
-        return SessionEntry(path, UNREADABLE, problem=str(exc))
+        # Its own folder is the row: the problem names the file inside it.
+        problem = str(exc).removeprefix(f"{path / layout.META}: ")
+        return SessionEntry(path, UNREADABLE, problem=f"{layout.META}: {problem}")
     status = status_of(meta)
     state = _STATE_NAMES.get(status.state, status.state)
     started = finite_or_none(meta.get("started_at"))

@@ -81,7 +81,7 @@ async def test_lists_every_session_with_its_state_and_figures(tmp_path: Path) ->
         assert names(pilot)[:2] == ["sample-xla-cpu", "sample-cpu-gloo"]  # newest first
         gloo = row_text(pilot, "sample-cpu-gloo")
         assert "completed" in gloo and "2,573.2" in gloo  # from its meta.json summary
-        assert "no price recorded" in gloo  # a CPU run without a price: n/a, said why
+        assert "no price" in gloo  # a CPU run without a price: n/a, said why
         assert "lost" in row_text(pilot, "20260101-130000-cpu")
         crashed = row_text(pilot, "20260101-120000-vit-b16")
         assert "crashed" in crashed and "trn1.2xlarge" in crashed
@@ -101,7 +101,7 @@ async def test_a_corrupt_session_is_listed_with_its_problem(tmp_path: Path) -> N
         assert "broken" in row_text(pilot, NO_META)
         assert "no meta.json" in row_text(pilot, NO_META)
         await highlight(pilot, CORRUPT)
-        assert "meta.json: unreadable:" in screen_text(app)  # the whole problem below
+        assert "meta.json: unreadable: Expecting" in screen_text(app)  # whole, below
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, HomeScreen)  # not opened

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from neurotui import fmt
-from neurotui.compare import MISSING, format_value
+from neurotui.fmt import MISSING, format_value
 from neurotui.session.listing import (
     SORT_KEYS,
     SessionEntry,
@@ -45,6 +45,9 @@ READING = "reading..."
 MARK = "*"
 NOTE_WIDTH = 40
 """A long problem is cut in the table; the line under it says it whole."""
+FIRST_ROWS = 80
+"""Rows added before the first frame (more than a tall terminal shows): the rest follow just
+after it, so that hundreds of sessions do not hold the first frame back."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,8 @@ class HomeScreen(Screen[None]):
         self.sort_key = "started"
         self.descending = True  # newest first
         self.filter_text = ""
+        self._generation = 0
+        """Counts redraws: rows left to add belong to the newest only."""
         self._read: dict[Path, FiguresRead] = {}
         """Figures read for finished sessions: they do not change, never read twice."""
 
@@ -200,7 +205,7 @@ class HomeScreen(Screen[None]):
         table = self.query_one("#home-table", DataTable)
         keep = self.highlighted()
         shown = self.shown()
-        rows = [self.cells(e) for e in shown]
+        rows = [self.cells(e) for e in shown]  # all of them: the columns fit every row
         headers = [Text(self._header(c), justify="right" if c.right else "left")
                    for c in COLUMNS]
         # Sized here, not by the table (as the compare screen: Textual #3533).
@@ -211,12 +216,29 @@ class HomeScreen(Screen[None]):
         for column, header, width in zip(COLUMNS, headers, widths, strict=True):
             table.add_column(header, key=column.key, width=width)
         table.fixed_columns = 3  # the mark, state and name stay when scrolling sideways
-        for entry, cells in zip(shown, rows, strict=True):
+        for entry, cells in zip(shown[:FIRST_ROWS], rows[:FIRST_ROWS], strict=True):
             table.add_row(*cells, key=str(entry.path))
-        if keep is not None and str(keep) in table.rows:
-            table.move_cursor(row=table.get_row_index(str(keep)), animate=False)
+        self._generation += 1
+        if len(shown) > FIRST_ROWS:
+            self.call_after_refresh(self._add_rows, self._generation, shown[FIRST_ROWS:], keep)
+        self._keep_cursor(keep)
         self._show_title(len(shown))
         self._show_detail()
+
+    def _add_rows(self, generation: int, entries: list[SessionEntry], keep: Path | None) -> None:
+        """The rows after the first frame's (unless the table was redrawn since)."""
+        if generation != self._generation:
+            return
+        table = self.query_one("#home-table", DataTable)
+        for entry in entries:  # as they are now: figures may have come in meanwhile
+            table.add_row(*self.cells(self.entries.get(entry.path, entry)),
+                          key=str(entry.path))
+        self._keep_cursor(keep)
+
+    def _keep_cursor(self, keep: Path | None) -> None:
+        table = self.query_one("#home-table", DataTable)
+        if keep is not None and keep != self.highlighted() and str(keep) in table.rows:
+            table.move_cursor(row=table.get_row_index(str(keep)), animate=False)
 
     def _header(self, column: _Column) -> str:
         if column.key != self.sort_key:
@@ -236,7 +258,7 @@ class HomeScreen(Screen[None]):
         else:
             rate = right(format_value(entry.samples_per_s, "rate"))
             per_dollar = right(format_value(entry.samples_per_dollar, "count"))
-        note = entry.problem or ("no price recorded" if entry.readable and not entry.needs_read
+        note = entry.problem or ("no price" if entry.readable and not entry.needs_read
                                  and entry.samples_per_s is not None
                                  and entry.samples_per_dollar is None else "")
         return [
