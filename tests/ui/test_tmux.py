@@ -203,3 +203,27 @@ def test_an_idle_dashboard_sleeps_and_escape_still_works(tmp_path: Path, tmux: T
               "the dashboard again after escape")
     tmux.keys("q")
     tmux.wait(lambda s: "[exited]" in s, 10, "[exited]")
+
+
+def test_plain_neurotui_lists_recorded_sessions_and_opens_one(tmp_path: Path,
+                                                             tmux: Tmux) -> None:
+    """Plain `neurotui` on a folder of recorded sessions, none running: the home screen's
+    table (a corrupt session with its problem), Enter replays one, `l` comes back."""
+    from neurotui.compare import compare_rows
+    from tests.ui.home_sessions import CORRUPT, mixed_folder
+
+    root = mixed_folder(tmp_path / "sessions")
+    crashed = "20260101-120000-vit-b16"
+    per_dollar = f"{compare_rows([root / crashed])[0]['samples_per_dollar_steady']:,.0f}"
+    tmux.start(f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m neurotui "
+               f"--sessions-dir {shlex.quote(str(root))}", cols=140, rows=30)
+    screen = tmux.wait(lambda s: "6 sessions" in s and per_dollar in s, 60,
+                       "the home screen with the crashed run's figures read")
+    assert re.search(r"completed\s+sample-cpu-gloo\s+n/a\s+.*\s13s\s+2,573\.2\s+n/a", screen)
+    assert re.search(rf"unreadable\s+{CORRUPT}\s+.*meta\.json: unreadable", screen)
+    tmux.keys("Down", "Down", "Enter")  # newest first: the two samples, then the crash
+    tmux.wait(lambda s: "replay" in s and "Throughput" in s, 60, "its replay")
+    tmux.keys("l")
+    tmux.wait(lambda s: "6 sessions" in s and "STATE" in s, 30, "the home screen again")
+    tmux.keys("q")
+    tmux.wait(lambda s: "[exited]" in s, 30, "[exited]")
