@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -205,19 +206,20 @@ class HomeScreen(Screen[None]):
         table = self.query_one("#home-table", DataTable)
         keep = self.highlighted()
         shown = self.shown()
-        rows = [self.cells(e) for e in shown]  # all of them: the columns fit every row
         headers = [Text(self._header(c), justify="right" if c.right else "left")
                    for c in COLUMNS]
-        # Sized here, not by the table (as the compare screen: Textual #3533).
-        widths = [min(NOTE_WIDTH, max([h.cell_len, *(row[i].cell_len for row in rows)]))
-                  if c.key == "note" else max([h.cell_len, *(row[i].cell_len for row in rows)])
-                  for i, (c, h) in enumerate(zip(COLUMNS, headers, strict=True))]
+        # Sized here, not by the table (as the compare screen: Textual #3533), to fit every
+        # row: measured on plain text, styled cells are made only for the rows added.
+        texts = [[visible_text(t) for t in self.texts(e)] for e in shown]
+        widths = [max([h.cell_len, *(cell_len(row[i]) for row in texts)])
+                  for i, h in enumerate(headers)]
+        widths[-1] = min(widths[-1], NOTE_WIDTH)
         table.clear(columns=True)
         for column, header, width in zip(COLUMNS, headers, widths, strict=True):
             table.add_column(header, key=column.key, width=width)
         table.fixed_columns = 3  # the mark, state and name stay when scrolling sideways
-        for entry, cells in zip(shown[:FIRST_ROWS], rows[:FIRST_ROWS], strict=True):
-            table.add_row(*cells, key=str(entry.path))
+        for entry in shown[:FIRST_ROWS]:
+            table.add_row(*self.cells(entry), key=str(entry.path))
         self._generation += 1
         if len(shown) > FIRST_ROWS:
             self.call_after_refresh(self._add_rows, self._generation, shown[FIRST_ROWS:], keep)
@@ -245,33 +247,37 @@ class HomeScreen(Screen[None]):
             return column.header
         return f"{column.header} {'v' if self.descending else '^'}"
 
-    def cells(self, entry: SessionEntry) -> list[Text]:
-        def right(value: str) -> Text:
-            return Text(value, justify="right", no_wrap=True)
-
+    def texts(self, entry: SessionEntry) -> list[str]:
+        """The row's cells as plain text, in COLUMNS' order (name, instance and note as read
+        from disk: `cells` shows them literally)."""
         started = MISSING if entry.started_at is None else \
             time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.started_at))
         if entry.needs_read and entry.readable:
-            rate = per_dollar = right(READING)
+            rate = per_dollar = READING
         elif not entry.readable:
-            rate = per_dollar = right("")
+            rate = per_dollar = ""
         else:
-            rate = right(format_value(entry.samples_per_s, "rate"))
-            per_dollar = right(format_value(entry.samples_per_dollar, "count"))
+            rate = format_value(entry.samples_per_s, "rate")
+            per_dollar = format_value(entry.samples_per_dollar, "count")
         note = entry.problem or ("no price" if entry.readable and not entry.needs_read
                                  and entry.samples_per_s is not None
                                  and entry.samples_per_dollar is None else "")
-        return [
-            Text(MARK if entry.path in self.marked else "", style="bold"),
-            Text(entry.state, style=_STATE_STYLES.get(entry.state, ""), no_wrap=True),
-            safe_text(entry.name),
-            safe_text(entry.instance or MISSING),
-            Text(started, no_wrap=True),
-            right(fmt.short_duration(entry.duration_s) if entry.readable else ""),
-            rate,
-            per_dollar,
-            safe_text(note, "red" if not entry.readable else ""),
-        ]
+        return [MARK if entry.path in self.marked else "", entry.state, entry.name,
+                entry.instance or MISSING, started,
+                fmt.short_duration(entry.duration_s) if entry.readable else "", rate,
+                per_dollar, note]
+
+    def cells(self, entry: SessionEntry) -> list[Text]:
+        mark, state, name, instance, started, took, rate, per_dollar, note = self.texts(entry)
+
+        def right(value: str) -> Text:
+            return Text(value, justify="right", no_wrap=True)
+
+        return [Text(mark, style="bold"),
+                Text(state, style=_STATE_STYLES.get(state, ""), no_wrap=True),
+                safe_text(name), safe_text(instance), Text(started, no_wrap=True),
+                right(took), right(rate), right(per_dollar),
+                safe_text(note, "red" if not entry.readable else "")]
 
     def _show_title(self, shown: int) -> None:
         total = len(self.entries)
