@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
+from neurotui.session.jobid import job_identity
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.paths import (
     SessionNotFound,
@@ -65,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="do not time each optimizer step inside the ranks (the automatic "
                           "probe: on by default for any PyTorch job)")
     run.add_argument("--detach", action="store_true", help="start, print the session, return")
+    many = run.add_argument_group("a job of many nodes (each node runs `neurotui run`)")
+    many.add_argument("--job", metavar="ID", help="the job's id, the same on every node (else "
+                      "SLURM_JOB_ID, else torchrun's --rdzv-id)")
+    many.add_argument("--node", metavar="NAME", help="this node's name (default: the host name)")
     add_display_options(run)
     price = run.add_argument_group("price (default: detect the instance, built-in price table)")
     price.add_argument("--instance-type", help="e.g. trn1.2xlarge (else neuron-ls / IMDSv2)")
@@ -224,7 +230,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "step_target": step_target, "preset": args.preset, "env": env,
         "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
         "samples_per_step": args.samples_per_step, "dataset_size": args.dataset_size,
-        "group_readable": args.group_readable})
+        "group_readable": args.group_readable, "job": args.job, "node": args.node})
     supervisor = start_supervisor(session_dir)
     if not wait_started(session_dir, supervisor):
         return 1
@@ -248,10 +254,14 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     price = resolve_price(**config.get("pricing", {}))
     config = {**config, "torchrun_logs": argv != user_cmd and not shell
               and torchrun_position(user_cmd) is not None}
+    at = None if shell else torchrun_position(user_cmd)
+    identity = job_identity(None if at is None else user_cmd[at:], os.environ,
+                            job=config.get("job"), node=config.get("node"))
     write_first_meta(session_dir, name=name, started_at=now, command=argv,
                      user_command=user_cmd, shell=shell, instance=instance_record(price),
                      price=price_record(price), config=config,
-                     spool=None if spool_dir is None else str(spool_dir))
+                     spool=None if spool_dir is None else str(spool_dir),
+                     job=identity.to_meta())
     return session_dir
 
 

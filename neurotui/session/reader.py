@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 KNOWN_KINDS = frozenset({
     "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
     "host", "procs", "neuron", "gpu", "neuron_devices", "source_status", "warning",
-    "instance", "log_offsets", "probe_info", "alert", "lost",
+    "instance", "log_offsets", "probe_info", "alert", "lost", "ranks",
 })
 STEP_COLUMNS = ("t", "rank", "step", "samples", "loss", "dt", "src", "attempt")
 # High-rate telemetry kept live: the dashboard shows the recent past; replay reads the files.

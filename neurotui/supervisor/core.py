@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from neurotui import autoprobe
 from neurotui.collect.host import ProcessRows, host_sample
 from neurotui.collect.telemetry import Telemetry
@@ -34,6 +36,7 @@ from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import control, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.cachekeeping import CacheKeeper
+from neurotui.supervisor.globalranks import GlobalRanks
 from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.stallwatch import StallWatch
@@ -95,6 +98,11 @@ class Supervisor:
         self.stalls = StallWatch(self.dir)
         self.cache_keeper = CacheKeeper(self.dir)  # attach/replay open fast (cachekeeping.py)
         self.follower.stalls = self.stalls
+        # A node of a job of many nodes: its ranks are recorded as the job numbers them.
+        self.job_identity: dict[str, Any] = dict(self.meta.get("job") or {})
+        self.global_ranks = GlobalRanks() if self.job_identity.get("id") else None
+        if self.global_ranks is not None:
+            self.follower.global_ranks = {}
         self.selector = selectors.DefaultSelector()
         self.socket_path = control.socket_path(self.dir)
         self.server = control.listen(self.socket_path)
@@ -183,6 +191,9 @@ class Supervisor:
         self._watch_exit_of(self.job.pid)
         self.follower.attempt = self.attempt
         self.stalls.new_attempt(self.attempt)
+        if self.global_ranks is not None:  # a new rendezvous may order the nodes anew
+            self.global_ranks.new_attempt()
+            self.follower.global_ranks = {}
         self.stopping = None
         create_time = next(iter(self.tree.known), (0, 0.0))[1]
         self._save_meta(job_pid=self.job.pid, job_pgid=self.job.pid,
@@ -436,8 +447,11 @@ class Supervisor:
         try:
             self.writer.write("host", t=now, **host_sample())
             if self.tree is not None:
-                rows = self.process_rows.sample(self.tree.sampled(now), self.tree.leader_pid)
+                procs = self.tree.sampled(now)
+                rows = self.process_rows.sample(procs, self.tree.leader_pid)
                 rank_pids = frozenset(r["pid"] for r in rows if r["role"] == "rank")
+                if self.global_ranks is not None:
+                    self._learn_global_ranks([p for p in procs if p.pid in rank_pids], now)
                 self.writer.write("procs", t=now, procs=rows)
         except Exception as exc:  # a telemetry failure is recorded, never fatal
             self.writer.write("warning", source="host", message=f"host telemetry failed: {exc}")
@@ -447,6 +461,19 @@ class Supervisor:
             except Exception as exc:
                 self.writer.write("warning", source="telemetry",
                                   message=f"accelerator telemetry failed: {exc}")
+
+    def _learn_global_ranks(self, ranks: list[psutil.Process], now: float) -> None:
+        """A new rank's global rank, from its environment: recorded (a `ranks` event, and
+        meta.json's job.global_ranks), and its held log lines taken."""
+        assert self.global_ranks is not None
+        if not self.global_ranks.learn(ranks):
+            return
+        mapping = self.global_ranks.mapping
+        self.follower.set_global_ranks(mapping)
+        self.writer.write("ranks", t=now, attempt=self.attempt,
+                          global_ranks={str(local): rank for local, rank in mapping.items()})
+        self.job_identity["global_ranks"] = sorted(mapping.values())
+        self._save_meta(job=self.job_identity)
 
     def _instance_detected(self, instance_type: str, source: str) -> None:
         """neuron-ls / neuron-monitor named the instance: record it, and price it if we could

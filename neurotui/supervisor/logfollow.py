@@ -63,6 +63,12 @@ and by a look at every folder this often in any case; without it, at every poll.
 NO_STEP_AFTER_S = 60.0
 """A job that printed this long (and NO_STEP_MIN_LINES lines) with no step found is told so."""
 NO_STEP_MIN_LINES = 20
+GLOBAL_RANKS_WAIT_S = 30.0
+HELD_LINES_MAX = 10_000
+"""A node of a job of many nodes holds each rank's lines until the rank's global rank is known
+(the supervisor reads it from the rank's environment within a second or two of its start), at
+most this many per log and this long; then they go in under the local rank, and a warning says
+so."""
 _RESUME_LOOKBACK_S = 60.0
 _RESUME_SCAN_BYTES = 64 << 20
 
@@ -353,6 +359,12 @@ class LogFollower:
     _folders_watched: bool = True  # False: a folder could not be watched; looked at each poll
     _discover_due: bool = True
     _discovered_at: float = -float("inf")
+    global_ranks: dict[int, int] | None = None
+    """A node of a job of many nodes: its local ranks (as torchrun files their logs) -> the
+    job's global ranks (set_global_ranks). None: one node, where the two are the same."""
+    _held: dict[_Followed, list[tuple[str, float, bool, bool]]] = field(default_factory=dict)
+    """Lines of a rank whose global rank is not known yet, with their stamps (see _take)."""
+    _held_since: float | None = None
 
     def __post_init__(self) -> None:
         if self.watch:
@@ -509,6 +521,8 @@ class LogFollower:
                 self.writer.write("lost", t=now, what="log", file=followed.name, bytes=lost,
                                   **{"from": since, "to": until}, error=error)
         self.take_read()  # (a busy log read here, or to its end at the job's exit)
+        if self._held:
+            self._release_held(now, final)
         if final:
             self._record_pending_losses(now)
         if final or now - self._marked_at >= LOG_MARK_S:
@@ -712,9 +726,51 @@ class LogFollower:
             self._take(position, followed, now,
                        keep_in_tail=whole_line and i == len(positions) - 1)
 
+    def set_global_ranks(self, mapping: dict[int, int]) -> None:
+        """This node's local ranks -> the job's global ranks (supervisor/globalranks.py);
+        the lines held for want of it are taken now, with the stamps they were read at."""
+        self.global_ranks = dict(mapping)
+        for followed in [f for f in self._held if f.rank in mapping]:
+            for line, stamp, keep_in_tail, parse in self._held.pop(followed):
+                self._take(line, followed, stamp, keep_in_tail=keep_in_tail, parse=parse)
+        if not self._held:
+            self._held_since = None
+
+    def _release_held(self, now: float, final: bool) -> None:
+        """The global ranks did not come (the ranks' environments could not be read) in
+        GLOBAL_RANKS_WAIT_S, or the job ended: the held lines go in under their local ranks,
+        and the session says so."""
+        if self._held_since is None or \
+                (not final and now - self._held_since < GLOBAL_RANKS_WAIT_S):
+            return
+        held, since = self._held, self._held_since
+        self._held, self._held_since = {}, None
+        mapping = self.global_ranks
+        self.global_ranks = None  # from now on, local ranks
+        for followed, lines in held.items():
+            for line, stamp, keep_in_tail, parse in lines:
+                self._take(line, followed, stamp, keep_in_tail=keep_in_tail, parse=parse)
+        self.global_ranks = mapping
+        self.writer.write("warning", t=now, source="ranks", message=(
+            f"the job's global ranks of this node's ranks "
+            f"{sorted(f.rank for f in held if f.rank is not None)} are unknown after "
+            f"{now - since:.0f} s (their environments could not be read): their log lines "
+            "are recorded under their local ranks"))
+
     def _take(self, line: str, followed: _Followed, now: float, *,
               keep_in_tail: bool = True, parse: bool = True) -> None:
         rank = followed.rank
+        if rank is not None and self.global_ranks is not None:
+            global_rank = self.global_ranks.get(rank)
+            if global_rank is None:
+                held = self._held.setdefault(followed, [])
+                if len(held) < HELD_LINES_MAX:
+                    held.append((line, now, keep_in_tail, parse))
+                    if self._held_since is None:
+                        self._held_since = now
+                    return
+            else:
+                rank = global_rank
         if rank is None and self.parse_launcher:
             rank, line = strip_rank_prefix(line)  # a plain command: ranks only by prefix
         if keep_in_tail:  # a bar's every redraw would push the real last lines out
