@@ -147,6 +147,9 @@ class DashboardApp(App[int]):
         self._poll_soon = False
         self._dashboard = None
         self.following = False
+        # What it read goes with it (a replayed recording can hold hundreds of MB).
+        del self.model
+        self.last_state = None
 
     # -- set-up --------------------------------------------------------------------------
     def get_driver_class(self) -> type[Driver]:
@@ -176,6 +179,8 @@ class DashboardApp(App[int]):
 
     def _show_first_read(self) -> None:
         """Until the first frame, how far the first read has got (seconds on a long run)."""
+        if not self.following:
+            return  # a tick due as the session was left
         if self.last_state is not None:
             if self._first_read_timer is not None:
                 self._first_read_timer.stop()
@@ -235,9 +240,11 @@ class DashboardApp(App[int]):
 
     def refresh_frame(self, wanted: LogChoice | None) -> None:
         """One frame, in the poll worker's thread: the model's state and new log lines."""
-        model = self.model
+        model = getattr(self, "model", None)  # gone once the session is left
+        if model is None:
+            return
         state = model.refresh()
-        if not self.following or model is not self.model:
+        if not self.following or model is not getattr(self, "model", None):
             return  # the session was left (or another opened) while it was read
         self.post_message(StateUpdated(state))
         self._trimmer.maybe_trim(now=self.model.fetched_table)

@@ -180,6 +180,10 @@ class ReplayApp(DashboardApp):
         self.open_error: str | None = None
         self.bar = ReplayBar()
 
+    def leave_session(self) -> None:
+        super().leave_session()
+        self._no_recording()
+
     def show_session(self, session_dir: Path, *, replay: bool = True) -> None:
         """Open a session: replayed from its start, or (`replay` False) followed live."""
         self.replaying = replay
@@ -207,10 +211,11 @@ class ReplayApp(DashboardApp):
         if not self.replaying:
             super().refresh_frame(wanted)
             return
-        if self.timeline is None and not self._open():
+        if not self.following or (self.timeline is None and not self._open()):
             return
         clock, view = self.replay_clock, self.view
-        assert clock is not None and view is not None
+        if clock is None or view is None:
+            return  # the session was left meanwhile
         # Going back in time, the model starts over by itself (TimelineView.take_steps).
         view.seek(clock.tick())
         super().refresh_frame(wanted)

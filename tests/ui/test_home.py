@@ -125,6 +125,7 @@ async def test_enter_replays_a_finished_session_and_l_comes_back(tmp_path: Path)
         await settle(pilot)
         assert isinstance(app.screen, HomeScreen) and not app.following
         assert len(app.screen_stack) == 1
+        assert app.timeline is None and not hasattr(app, "model")  # the recording let go
         # The home screen's own space marks again (the player's space rests here).
         await pilot.press("space")
         assert "1 marked" in screen_text(app)
