@@ -16,6 +16,7 @@ TORCHRUN_LOG_NAME = "torchrun"
 LAUNCHER_LOG = f"{LOGS_DIR}/{LAUNCHER_LOG_NAME}"
 TORCHRUN_LOG_DIR = f"{LOGS_DIR}/{TORCHRUN_LOG_NAME}"
 SUPERVISOR_LOG = "supervisor.log"
+EXPORTER_LOG = "exporter.log"
 CONTROL_SOCKET = "control.sock"
 CACHE_MIN_SOURCE_BYTES = 8 << 20
 """Sessions with less JSON-lines data (events.jsonl and probe/*.jsonl) than this parse in well

@@ -1,0 +1,5 @@
+import sys
+
+from neurotui.exporter.server import main
+
+sys.exit(main())
