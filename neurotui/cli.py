@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from neurotui import __version__, compare_command, export, fmt, patterns, serve
+from neurotui.exporter.options import add_options as add_metrics_options
+from neurotui.exporter.options import metrics_config
 from neurotui.pricing.record import instance_record, price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "SLURM_JOB_ID, else torchrun's --rdzv-id)")
     many.add_argument("--node", metavar="NAME", help="this node's name (default: the host name)")
     add_display_options(run)
+    add_metrics_options(run)
     price = run.add_argument_group("price (default: detect the instance, built-in price table)")
     price.add_argument("--instance-type", help="e.g. trn1.2xlarge (else neuron-ls / IMDSv2)")
     price.add_argument("--price-per-hour", help="USD per hour, overriding the table")
@@ -224,7 +227,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
                "region": args.region, "spot": args.spot, "price_file": args.price_file,
                "live": args.live_prices}
     session_dir = create_session(root, name, user_cmd, shell=args.shell, config={
-        "pricing": pricing,
+        "pricing": pricing, "metrics": metrics_config(args),
         "max_restarts": args.max_restarts, "restart_backoff_s": args.restart_backoff,
         "stop_timeout_s": args.stop_timeout, "kill_timeout_s": args.stop_timeout,
         "step_target": step_target, "preset": args.preset, "env": env,

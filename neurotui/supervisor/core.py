@@ -36,6 +36,7 @@ from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import control, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.cachekeeping import CacheKeeper
+from neurotui.supervisor.exporting import MetricsExporter
 from neurotui.supervisor.globalranks import GlobalRanks
 from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
@@ -103,6 +104,7 @@ class Supervisor:
         self.global_ranks = GlobalRanks() if self.job_identity.get("id") else None
         if self.global_ranks is not None:
             self.follower.global_ranks = {}
+        self.exporter = MetricsExporter.of_config(self.dir, config, self.writer, self._save_meta)
         self.selector = selectors.DefaultSelector()
         self.socket_path = control.socket_path(self.dir)
         self.server = control.listen(self.socket_path)
@@ -140,6 +142,8 @@ class Supervisor:
                                        on_instance_type=self._instance_detected)
             if self.adopt and not self._adopt():
                 return 1
+            if self.exporter is not None:  # `run --metrics-port`: a view beside the job
+                self._guarded("starting the metrics exporter", self.exporter.start)
             adopted = False
             while True:
                 try:
@@ -391,6 +395,8 @@ class Supervisor:
 
     def _watch_alerts(self, now: float) -> None:
         self.alerts.update("disk-low", low_disk(self.dir), now)
+        if self.exporter is not None:
+            self._guarded("watching the metrics exporter", self.exporter.check)
         self._guarded("reading the probe files", self.stalls.read_probes)
         # A graceful stop silences ranks on purpose: no stall then.
         self.alerts.update("stalled", self.stalls.alert(now) if self.stopping is None else None,
@@ -428,6 +434,8 @@ class Supervisor:
         if self._signal_wake is not None:
             self._signal_wake.close()
         self.follower.close()
+        if self.exporter is not None:
+            self.exporter.close()
         if self.telemetry is not None:
             self.telemetry.close()
         self.writer.close()
