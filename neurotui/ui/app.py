@@ -451,6 +451,8 @@ class DashboardApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        if not self.following:
+            return  # no session (the home screen): nothing for these to act on
         if self.control:
             yield SystemCommand("Stop training", "Stop the job (asks first)",
                                 self.action_stop_training)

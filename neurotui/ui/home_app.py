@@ -12,8 +12,10 @@ leads home.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
@@ -90,6 +92,12 @@ class NeurotuiApp(ReplayApp):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.refresh_bindings()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if self.following:
+            yield SystemCommand("Sessions", "Back to the home screen: every session of the "
+                                "folder", self.action_sessions)
 
     def exit_code_for_cli(self) -> int:
         """The training's exit code, as the dashboard returns it, only for the session the

@@ -183,6 +183,7 @@ class ReplayApp(DashboardApp):
     def leave_session(self) -> None:
         super().leave_session()
         self._no_recording()
+        self.replaying = False
 
     def show_session(self, session_dir: Path, *, replay: bool = True) -> None:
         """Open a session: replayed from its start, or (`replay` False) followed live."""

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 
 from neurotui import cli
 from neurotui.compare import compare_rows, format_value
+from neurotui.terminal import READ_ONLY_ENV
 from neurotui.ui.screens.compare import CompareScreen
 from neurotui.ui.screens.confirm_delete import ConfirmDelete
 from neurotui.ui.screens.dashboard import DashboardScreen
@@ -70,6 +71,12 @@ async def test_empty_folder_says_how_to_record_one(tmp_path: Path) -> None:
         await pilot.press("enter", "space", "c", "d")  # nothing to act on: nothing breaks
         await settle(pilot)
         assert isinstance(app.screen, HomeScreen)
+        await pilot.press("ctrl+p", *"theme")  # the command palette has the app's own
+        await pilot.pause(0.3)
+        assert "theme" in screen_text(app).lower()
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, HomeScreen)
 
 
 async def test_lists_every_session_with_its_state_and_figures(tmp_path: Path) -> None:
@@ -126,6 +133,8 @@ async def test_enter_replays_a_finished_session_and_l_comes_back(tmp_path: Path)
         assert isinstance(app.screen, HomeScreen) and not app.following
         assert len(app.screen_stack) == 1
         assert app.timeline is None and not hasattr(app, "model")  # the recording let go
+        commands = {c.title for c in app.get_system_commands(app.screen)}
+        assert "Play / pause" not in commands and "Stop training" not in commands
         # The home screen's own space marks again (the player's space rests here).
         await pilot.press("space")
         assert "1 marked" in screen_text(app)
@@ -163,6 +172,7 @@ async def test_started_on_a_session_l_leads_home(tmp_path: Path) -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         assert "back to the home screen" in screen_text(app)
+        assert "Sessions" in {c.title for c in app.get_system_commands(app.screen)}
         await pilot.press("escape", "l")
         await settle(pilot)
         assert isinstance(app.screen, HomeScreen) and len(app.screen_stack) == 1
@@ -240,6 +250,24 @@ async def test_delete_asks_and_never_deletes_a_running_session(tmp_path: Path) -
         await settle(pilot)
         assert not (root / CORRUPT).exists()
         assert CORRUPT not in names(pilot)
+
+
+async def test_served_read_only_deletes_nothing(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(READ_ONLY_ENV, "1")
+    root = mixed_folder(tmp_path / "sessions")
+    app = home(root)
+    async with app.run_test(size=(160, 30), notifications=True) as pilot:
+        await settle(pilot)
+        await highlight(pilot, CORRUPT)
+        assert app.screen.check_action("delete", ()) is None  # greyed in the footer
+        await pilot.press("d")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDelete)
+        await pilot.press("y")
+        await settle(pilot)
+        assert (root / CORRUPT).exists()
+        assert "deleting is off" in screen_text(app)
 
 
 async def test_five_hundred_sessions_are_listed(tmp_path: Path) -> None:

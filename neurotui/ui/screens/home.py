@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -404,10 +404,14 @@ class HomeScreen(Screen[None]):
         """False where `neurotui serve` is read-only (the app's `control`): no deleting."""
         return bool(getattr(self.app, "control", True))
 
+    def on_key(self, event: events.Key) -> None:
+        if event.key in ("d", "delete") and not self._control() and \
+                not isinstance(self.focused, Input):
+            # A greyed binding does not run: say why here, as the dashboard does for S.
+            self.notify("deleting is off: this view is served read-only (`neurotui serve` "
+                        "without --allow-control)", severity="warning", markup=False)
+
     def action_delete(self) -> None:
-        if not self._control():
-            self.notify("deleting is off: this view is served read-only", markup=False)
-            return
         path = self.highlighted()
         entry = self.entries.get(path) if path is not None else None
         if entry is None:
