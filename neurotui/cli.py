@@ -21,6 +21,7 @@ from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.jobid import job_identity
+from neurotui.session.jobs import job_of, node_of
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.paths import (
     SessionNotFound,
@@ -61,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
     run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
-                     help="samples in one step of the whole job (global batch), for steps "
-                          "that do not say (log lines without a batch or throughput)")
+                     help="samples in one step of the whole job (global batch, all nodes), "
+                          "for steps that do not say (log lines without a batch or "
+                          "throughput)")
     run.add_argument("--group-readable", action="store_true",
                      help="let the session folder's group read the session (default: only you)")
     run.add_argument("--no-auto-probe", action="store_true",
@@ -343,6 +345,7 @@ def cmd_ls(root: Path) -> int:
         print(f"no sessions under {root}")
         return 0
     print(f"{'SESSION':44} {'STATE':13} {'DURATION':>9}  COMMAND")
+    jobs: dict[str, list[str]] = {}  # a job of many nodes: a line per node, after the table
     for path in sessions:
         status = session_status(path)
         take_leftovers_of_lost(path, status.state)
@@ -356,9 +359,29 @@ def cmd_ls(root: Path) -> int:
         took = fmt.short_duration(end - start if start is not None and end is not None else None)
         cmd = " ".join(meta.get("user_command") or meta.get("command") or [])
         print(f"{path.name:44} {status.state:13} {took:>9}  {cmd[:80]}")
+        if (job := job_of(meta)) is not None:
+            jobs.setdefault(job, []).append(_node_line(path, meta, status.state))
     for path in broken:
         print(f"{path.name:44} {'broken':13} {'':>9}  no meta.json (its other files are there)")
+    for job, nodes in jobs.items():
+        print(f"\njob {job}: {len(nodes)} node{'s' if len(nodes) > 1 else ''} "
+              f"(as one run: `neurotui compare {job}`)")
+        for line in sorted(nodes):
+            print(f"  {line}")
     return 0
+
+
+def _node_line(path: Path, meta: dict[str, Any], state: str) -> str:
+    """A node of a job in `ls`: its name, session and state; a lost one, when it was last
+    heard from (its last record)."""
+    line = f"{node_of(meta) or '?':20} {path.name:44} {state}"
+    if state == "lost":
+        try:
+            age = time.time() - (path / layout.EVENTS).stat().st_mtime
+            line += f", last heard from {fmt.short_duration(age)} ago"
+        except OSError:
+            line += ", never heard from"
+    return line
 
 
 def running_sessions(root: Path) -> list[Path]:

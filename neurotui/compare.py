@@ -80,11 +80,12 @@ COLUMNS: tuple[Column, ...] = (
 Data rows hold these keys, the phase keys and EXTRA_KEYS."""
 EXTRA_KEYS = ("step_source", "step_time_without_data_s", "dataset_size", "epoch_s",
               "usd_per_epoch", "cores_available", "baseline", "alerts_by_key", "lost",
-              "problems", "path")
-"""Also in every row (CSV, JSON, DataFrame), not in the text table."""
-_INT_KEYS = ("cores_used", "workers", "cores_available", "alerts")
+              "problems", "path", "job", "nodes", "node_states")
+"""Also in every row (CSV, JSON, DataFrame), not in the text table (a job's nodes are its
+footnote there)."""
+_INT_KEYS = ("cores_used", "workers", "cores_available", "alerts", "nodes")
 _TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source",
-              "alerts_by_key", "lost", "problems", "path")
+              "alerts_by_key", "lost", "problems", "path", "job", "node_states")
 
 
 @dataclass
@@ -110,6 +111,10 @@ class LoadedSession:
     """The supervisor's alert records (start and end)."""
     lost: list[dict[str, Any]] = field(default_factory=list)
     """What the writers could not record (a full disk)."""
+    job: str | None = None
+    """The id of the job of many nodes this stands for (load_job); None: one session."""
+    nodes: list[NodePart] = field(default_factory=list)
+    """A job's nodes, each with its state and when it was last heard from."""
 
     @property
     def name(self) -> str:
@@ -118,6 +123,68 @@ class LoadedSession:
     @property
     def running(self) -> bool:
         return self.state in _RUNNING_STATES
+
+
+@dataclass(frozen=True)
+class NodePart:
+    """One node's part of a job: its session, state and last record."""
+
+    node: str
+    session: str
+    state: str
+    last_seen: float | None
+
+
+def load_job(job_id: str, parts: Sequence[Path]) -> LoadedSession:
+    """A job of many nodes as one run: its nodes' sessions read and put together. The ranks
+    are the job's global ranks in every part (FORMAT.md, meta.json `job`), so the steps of
+    all parts are the job's steps: its throughput is the sum of its nodes'. Its price is the
+    sum of its nodes' (unknown if one is), its cost that price over the job's time."""
+    loaded = [load_session(path) for path in parts]
+    if not loaded:
+        raise ValueError(f"no session of job {job_id}")
+    metas = [part.meta for part in loaded]
+    ended = [m.get("ended_at") for m in metas]
+    prices = [(m.get("price") or {}).get("usd_per_hour") for m in metas]
+    types = {(m.get("instance") or {}).get("type") for m in metas}
+    meta = {
+        **metas[0], "id": job_id, "name": f"job {job_id}",
+        "started_at": min((m["started_at"] for m in metas if m.get("started_at")),
+                          default=None),
+        "ended_at": None if None in ended else max(ended),
+        "instance": {"type": types.pop()} if len(types) == 1 else None,
+        "price": {"usd_per_hour": sum(prices), "source": f"{len(metas)} nodes"}
+        if all(fmt.known(p) for p in prices) else None,
+        "records_alerts": all(m.get("records_alerts") for m in metas),
+    }
+    nodes = [NodePart(str((part.meta.get("job") or {}).get("node") or part.name), part.name,
+                      part.state, part.last_seen) for part in loaded]
+    states = {part.state for part in loaded}
+    seen = [part.last_seen for part in loaded if part.last_seen is not None]
+    return LoadedSession(
+        path=loaded[0].path.parent / job_id, meta=meta,
+        steps=_concat_in_time([part.steps for part in loaded]),
+        compiles=_concat_in_time([part.compiles for part in loaded]),
+        phases=_concat_in_time([part.phases for part in loaded]),
+        probe_info=[i for part in loaded for i in part.probe_info],
+        samples_from=set().union(*(part.samples_from for part in loaded)),
+        problems="; ".join(f"{part.name}: {part.problems}" for part in loaded
+                           if part.problems) or None,
+        state=next((s for s in _RUNNING_STATES if s in states), None)
+        or "/".join(sorted(states)),
+        last_seen=max(seen) if seen else None,
+        alerts=[a for part in loaded for a in part.alerts],
+        lost=[x for part in loaded for x in part.lost],
+        job=job_id, nodes=nodes)
+
+
+def _concat_in_time(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame()
+    joined = pd.concat(frames, ignore_index=True)
+    return joined.sort_values("t", kind="stable", ignore_index=True) \
+        if "t" in joined.columns else joined
 
 
 def phase_key(name: str) -> str:
@@ -232,8 +299,11 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
     episodes = recorded.alert_episodes(session.alerts)
     phases = steady_phase_medians(session.steps, session.phases, session.compiles)
     return {
-        "session": session.name,
+        "session": session.meta["name"] if session.job else session.name,
         "state": session.state,
+        "job": session.job,
+        "nodes": len(session.nodes) or 1,
+        "node_states": ", ".join(f"{n.node} {n.state}" for n in session.nodes) or None,
         "instance_type": instance_type,
         "accelerator": accelerator,
         "cores_used": figures["ranks"] or None,
@@ -392,6 +462,10 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
         notes.append(f"no step phases recorded in {', '.join(unphased)}: one call per step, "
                      'probe.step(samples=16, phases={"data": 0.01, "forward": 0.05}) '
                      "(seconds), reports them.")
+    for r in rows:  # a job of many nodes: one row, its nodes here
+        if r.get("job"):
+            notes.append(f"{r['session']}: {r['nodes']} nodes ({r['node_states']}); "
+                         "SAMPLES/S sums them, PRICE/H is theirs together")
     for r in rows:  # where each session's steps came from, and the study's own step time
         if r.get("step_source"):
             without = r.get("step_time_without_data_s")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neurotui.session.jobs import job_parts
 from neurotui.session.meta import SessionFormatError
 from neurotui.session.paths import SessionNotFound, find_session
 from neurotui.terminal import on_a_terminal
@@ -21,9 +23,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "compare", help="compare runs side by side (throughput, samples per dollar)",
         description="One row per session: instance, cores, batch, compile time, steady step "
-                    "time, throughput, price and samples per dollar, relative to a baseline.")
+                    "time, throughput, price and samples per dollar, relative to a baseline. "
+                    "A job of many nodes (its id) is one row: its nodes' sessions together.")
     p.add_argument("sessions", nargs="*", metavar="SESSION",
-                   help="folder name under sessions/ or any unique part of it")
+                   help="folder name under sessions/ or any unique part of it, or a job id")
     p.add_argument("--baseline", metavar="SESSION",
                    help="the session the others are measured against (default: the first)")
     p.add_argument("--format", choices=FORMATS, default="table")
@@ -46,13 +49,17 @@ def run(args: argparse.Namespace, root: Path) -> int:
               file=sys.stderr)
         return 2
     try:
-        paths = _unique([find_session(root, name) for name in args.sessions])
-        named_base = find_session(root, args.baseline) if args.baseline else None
+        paths = _unique([_target(root, name) for name in args.sessions])
+        named_base = _target(root, args.baseline) if args.baseline else None
     except SessionNotFound as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2
     if args.tui:
-        return _run_tui(root, paths, named_base)
+        if any(isinstance(p, Job) for p in [*paths, named_base]):
+            print("neurotui: compare --tui compares sessions; a job of many nodes is compared "
+                  "as a table (without --tui)", file=sys.stderr)
+            return 2
+        return _run_tui(root, paths, named_base)  # type: ignore[arg-type]
     from neurotui import compare
 
     base_path = named_base or paths[0]
@@ -60,9 +67,12 @@ def run(args: argparse.Namespace, root: Path) -> int:
         paths.insert(0, base_path)
     loaded: list[compare.LoadedSession] = []
     failed = 0
+    keys = []
     for path in paths:
         try:
-            loaded.append(compare.load_session(path))
+            loaded.append(compare.load_job(path.id, path.parts) if isinstance(path, Job)
+                          else compare.load_session(path))
+            keys.append(path)
         except SessionFormatError as exc:
             print(f"neurotui: cannot compare {path.name}: {exc}", file=sys.stderr)
             failed += 1
@@ -71,10 +81,9 @@ def run(args: argparse.Namespace, root: Path) -> int:
     for s in loaded:
         if s.problems:
             print(f"neurotui: {s.path}: {s.problems}", file=sys.stderr)
-    names = [s.path for s in loaded]
-    baseline = names.index(base_path) if base_path in names else 0
-    if base_path not in names:
-        print(f"neurotui: baseline {base_path.name} unreadable; relative to {names[0].name}",
+    baseline = keys.index(base_path) if base_path in keys else 0
+    if base_path not in keys:
+        print(f"neurotui: baseline {base_path.name} unreadable; relative to {keys[0].name}",
               file=sys.stderr)
     rows = compare.compare_rows(loaded, baseline, dataset_size=args.dataset_size)
     sys.stdout.write(compare.render(rows, args.format))
@@ -91,6 +100,24 @@ def _run_tui(root: Path, chosen: list[Path], baseline: Path | None) -> int:
     return run_compare_app(root, chosen, baseline=baseline)
 
 
-def _unique(paths: list[Path]) -> list[Path]:
+@dataclass(frozen=True)
+class Job:
+    """A job of many nodes named on the command line: its id and its nodes' sessions."""
+
+    id: str
+    parts: tuple[Path, ...]
+
+    @property
+    def name(self) -> str:
+        return f"job {self.id}"
+
+
+def _target(root: Path, name: str) -> Path | Job:
+    """A job id names the job (all its nodes); anything else names a session."""
+    parts = job_parts(root, name)
+    return Job(name, tuple(parts)) if parts else find_session(root, name)
+
+
+def _unique(paths: list[Path | Job]) -> list[Path | Job]:
     """Each session once (named twice, or by two unique parts), in the order given."""
     return list(dict.fromkeys(paths))

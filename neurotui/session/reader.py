@@ -297,6 +297,9 @@ class SessionReader:
         """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
         self._samples_per_step = _positive((self.meta.get("config") or {}).get(
             "samples_per_step"))
+        self._job_world_size = _job_world_size(self.meta)
+        """A node of a job of many nodes: the job's ranks, when its launch says (a node's
+        share of --samples-per-step, the whole job's batch, is its ranks' share of these)."""
         self.samples_from: set[str] = set()
         """How the steps' samples were known: `batch` (reported with the step), `line`
         (printed in a log line), `throughput` (printed samples/s x step time),
@@ -822,8 +825,10 @@ class SessionReader:
         samples = values[0]
         if math.isnan(samples):
             if self._samples_per_step is not None:
-                # The user's global batch, shared by the ranks that report steps so far.
-                samples = self._samples_per_step / len(self._rank_sources)
+                # The user's global batch, shared by the job's ranks (one node: those that
+                # report steps so far).
+                samples = self._samples_per_step / (self._job_world_size
+                                                    or len(self._rank_sources))
                 self.samples_from.add(SAMPLES_PER_STEP)
         else:
             self.samples_from.add(str(r.get("samples_from") or "batch"))
@@ -996,6 +1001,19 @@ class _SourceCode(dict[Any, int]):
 _SOURCE_CODE = _SourceCode({name: code for code, name in enumerate(STEP_SOURCES)})
 _PRECEDENCE_OF_CODE = np.array([_PRECEDENCE[code] for code in range(len(STEP_SOURCES))])
 SAMPLES_PER_STEP = "samples_per_step"
+
+
+def _job_world_size(meta: dict[str, Any]) -> int | None:
+    """The ranks of the job a node's session is part of: --nnodes x --nproc-per-node, where
+    both are plain numbers (an elastic "1:4" says no fixed count); None: one node."""
+    job = meta.get("job")
+    if not isinstance(job, dict) or not job.get("id"):
+        return None
+    try:
+        size = int(str(job.get("nnodes"))) * int(str(job.get("nproc_per_node")))
+    except ValueError:
+        return None
+    return size if size > 0 else None
 
 
 def _positive(value: Any) -> float | None:

@@ -1,50 +1,70 @@
 """One training job across two nodes, on loopback: two `neurotui run --job J --node nA|nB`,
 each launching torchrun with --nnodes=2 and a c10d rendezvous, one shared sessions folder. Each
-node records its part of the job, its ranks as the job numbers them."""
+node records its part of the job, its ranks as the job numbers them; `compare` and `ls` show
+the job as one run; a node killed with its training shows as lost."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from neurotui.session.reader import SessionReader
 from neurotui.supervisor.launch import _free_port
-from tests.e2e.conftest import REPO, meta, neurotui_argv, run_cli
+from tests.e2e.conftest import REPO, meta, neurotui_argv, run_cli, wait_for
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "scripts" / "ddp_plain_steps.py"
 STEPS = 40
+GLOBAL_BATCH = 64  # 16 a rank, 4 ranks
 
 
-def test_two_nodes_record_one_job_with_the_jobs_global_ranks(tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
+def start_job(tmp_path: Path, job: str, steps: int) -> list[subprocess.Popen[str]]:
+    """The two nodes' `neurotui run`, started together (the rendezvous waits for both)."""
     port = _free_port()
-    truth = tmp_path / "truth"
     nodes = []
     for node_rank, node in enumerate(("nA", "nB")):
         # The plain script prints `step N loss X` with no rank, and no probe runs: the ranks
         # can only come from torchrun's log layout (local) and the ranks' environment.
         nodes.append(subprocess.Popen(
-            neurotui_argv(sessions, "run", "--headless", "--no-auto-probe", "--name", "ddp",
-                          "--job", "J", "--node", node, "--",
+            neurotui_argv(tmp_path / "sessions", "run", "--headless", "--no-auto-probe",
+                          "--name", "ddp", "--job", job, "--node", node, "--samples-per-step",
+                          str(GLOBAL_BATCH), "--",
                           sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
                           f"--node_rank={node_rank}", "--nproc_per_node=2",
                           "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
-                          "--rdzv-id=J", str(SCRIPT)),
+                          f"--rdzv-id={job}", str(SCRIPT)),
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "TRUTH_FILE": str(truth), "STEPS": str(STEPS)}))
-    for proc in nodes:
+            env={**os.environ, "TRUTH_FILE": str(tmp_path / "truth"), "STEPS": str(steps)}))
+    return nodes
+
+
+def parts_of(sessions: Path, job: str) -> list[Path]:
+    parts = [p for p in sessions.iterdir() if (p / "meta.json").exists()  # (being made)
+             and (meta(p).get("job") or {}).get("id") == job]
+    return sorted(parts, key=lambda p: meta(p)["job"]["node"])
+
+
+def compare_json(sessions: Path, *names: str) -> list[dict]:
+    done = run_cli(sessions, "compare", *names, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_two_nodes_record_one_job_with_the_jobs_global_ranks(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    for proc in start_job(tmp_path, "J", STEPS):
         out, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, out
-    parts = sorted(sessions.iterdir(), key=lambda p: meta(p)["job"]["node"])
+    parts = parts_of(sessions, "J")
     assert [meta(p)["job"]["node"] for p in parts] == ["nA", "nB"]
-    assert {meta(p)["job"]["id"] for p in parts} == {"J"}
     assert all(meta(p)["job"]["id_from"] == "--job" for p in parts)
     assert all("node_rank" not in meta(p)["job"] for p in parts)  # c10d ordered them
 
@@ -64,7 +84,61 @@ def test_two_nodes_record_one_job_with_the_jobs_global_ranks(tmp_path: Path) -> 
             # Stamped when the rank printed (after its step): within 0.5 s of the truth.
             late = np.asarray(mine["t"]) - np.asarray(truths[rank]["steps"])
             assert np.all(late > -0.05) and np.median(late) < 0.5, late
+            # A node's share of the job's batch: 16 a rank, not the whole batch per node.
+            assert set(mine["samples"]) == {GLOBAL_BATCH / 4}
     assert sorted(seen) == [0, 1, 2, 3]  # the job's ranks, each on one node
 
+    # The job as one run: its throughput is its nodes' together, its ranks all of them.
+    job, node_a, node_b = compare_json(sessions, "J", parts[0].name, parts[1].name)
+    assert (job["session"], job["job"], job["nodes"], job["cores_used"]) == ("job J", "J", 2, 4)
+    assert job["node_states"] == "nA completed, nB completed"
+    assert node_a["nodes"] == node_b["nodes"] == 1 and node_a["cores_used"] == 2
+    together = node_a["samples_per_s"] + node_b["samples_per_s"]
+    assert job["samples_per_s"] == pytest.approx(together, rel=0.05)
+    # Against the ranks' own clocks: 16 samples per step per rank over their median step.
+    truth_rate = sum(16 / np.median(np.diff(t["steps"][10:])) for t in truths.values())
+    assert job["samples_per_s"] == pytest.approx(truth_rate, rel=0.15)
+
     listing = run_cli(sessions, "ls")
-    assert listing.returncode == 0 and all(p.name in listing.stdout for p in parts)
+    assert listing.returncode == 0
+    assert "job J: 2 nodes" in listing.stdout
+    for node, part in zip(("nA", "nB"), parts, strict=True):
+        assert any(line.split()[:3] == [node, part.name, "completed"]
+                   for line in listing.stdout.splitlines())
+
+
+def test_a_node_killed_with_its_training_shows_as_lost(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    nodes = start_job(tmp_path, "K", 100_000)  # runs until a node is lost
+    try:
+        def both_stepping() -> list[Path] | None:
+            parts = parts_of(sessions, "K") if sessions.exists() else []
+            if len(parts) == 2 and all(
+                    len(SessionReader(p, telemetry_history=None).load().steps()) >= 10
+                    for p in parts):
+                return parts
+            return None
+
+        node_a, node_b = wait_for(both_stepping, 120, "both nodes to record steps")
+        # Node B's host goes: its supervisor and its whole training, at once.
+        doomed = meta(node_b)
+        training = psutil.Process(doomed["job_pid"])
+        victims = [psutil.Process(doomed["supervisor_pid"]), training,
+                   *training.children(recursive=True)]
+        for proc in victims:
+            proc.send_signal(signal.SIGKILL)
+        psutil.wait_procs(victims, timeout=10)
+        # Node A goes on on its own: its ranks lose their peers, its supervisor records it.
+        nodes[0].communicate(timeout=180)
+        listing = run_cli(sessions, "ls").stdout
+        lost_line = next(line for line in listing.splitlines() if line.strip().startswith("nB"))
+        assert node_b.name in lost_line and "lost, last heard from" in lost_line, listing
+        job = compare_json(sessions, "K")[0]
+        assert job["nodes"] == 2
+        assert "nB lost" in job["node_states"], job
+        assert meta(node_a)["exit"] is not None  # node A recorded its own end
+    finally:
+        for proc in nodes:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
