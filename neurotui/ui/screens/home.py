@@ -159,7 +159,10 @@ class HomeScreen(Screen[None]):
         self.entries = entries
         self.marked &= set(entries)
         self.redraw()
-        self._read_figures([e.path for e in self.shown() if e.needs_read and e.readable])
+        # Those shown first, then those the filter hides (it may change meanwhile).
+        first = [e.path for e in self.shown()]
+        order = first + sorted(set(entries) - set(first))
+        self._read_figures([p for p in order if entries[p].needs_read and entries[p].readable])
 
     @work(thread=True, exclusive=True, group="home-figures", exit_on_error=False)
     def _read_figures(self, paths: list[Path]) -> None:
