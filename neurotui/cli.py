@@ -7,6 +7,7 @@ import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.jobid import job_identity
-from neurotui.session.jobs import job_of, node_of
+from neurotui.session.jobs import job_of, job_parts, node_of
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.paths import (
     SessionNotFound,
@@ -108,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("ls", help="list sessions")
 
     stop = sub.add_parser("stop", help="stop a running session's training gracefully")
-    stop.add_argument("session", nargs="?")
+    stop.add_argument("session", nargs="?",
+                      help="a session, or a job id: every node of the job (each node's "
+                           "supervisor stops its own part)")
     stop.add_argument("--restart", action="store_true", help="stop and start it again")
     stop.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
 
@@ -437,6 +440,8 @@ def cmd_replay(args: argparse.Namespace, root: Path) -> int:
 def cmd_stop(args: argparse.Namespace, root: Path) -> int:
     from neurotui.supervisor.direct_stop import stop_job
 
+    if args.session and (parts := job_parts(root, args.session)):
+        return stop_whole_job(args.session, parts, restart=args.restart, wait_s=args.wait)
     session_dir = find_session(root, args.session, running_only=True)
     answer = stop_job(session_dir, by="cli", restart=args.restart, going_direct=lambda why:
                       print(f"neurotui: {why}", file=sys.stderr, flush=True))
@@ -457,6 +462,56 @@ def cmd_stop(args: argparse.Namespace, root: Path) -> int:
     print("neurotui: still running after --wait; the supervisor keeps escalating",
           file=sys.stderr)
     return 1
+
+
+TAKEN_WITHIN_S = 10.0
+"""A node's supervisor looks for requests once a second: one not taken in this long has no
+supervisor to take it (gone, or its host is)."""
+
+
+def stop_whole_job(job: str, parts: list[Path], *, restart: bool, wait_s: float) -> int:
+    """Stop (or restart) every node of a job of many nodes: a request left in each running
+    node's session folder, which its own supervisor takes and acts on (supervisor/
+    requests.py); from any node, or a login node that sees the shared sessions folder."""
+    from neurotui.supervisor.direct_stop import stop_job
+    from neurotui.supervisor.requests import post_request, request_pending
+
+    running = [p for p in parts if session_status(p).running]
+    if not running:
+        print(f"neurotui: no node of job {job} is running", file=sys.stderr)
+        return 1
+    for part in running:
+        post_request(part, "restart" if restart else "stop", by="cli")
+    names = {part: node_of(load_meta(part)) or part.name for part in running}
+    print(f"neurotui: asked {', '.join(names.values())} to {'restart' if restart else 'stop'} "
+          f"(job {job})", flush=True)
+    start = time.time()
+    waiting = set(running)
+    ok = True
+    while waiting and time.time() - start < max(wait_s, TAKEN_WITHIN_S):
+        for part in list(waiting):
+            taken = not request_pending(part)
+            status = session_status(part)
+            if taken and (restart or not status.running):
+                waiting.discard(part)
+                print(f"neurotui: {names[part]}: {'restarting' if restart else status.state}",
+                      flush=True)
+            elif not taken and time.time() - start >= TAKEN_WITHIN_S:
+                waiting.discard(part)
+                if load_meta(part).get("host") == socket.gethostname():
+                    answer = stop_job(part, by="cli", restart=restart)  # here: its socket
+                    print(f"neurotui: {names[part]}: {answer.message}", flush=True)
+                    ok &= answer.ok
+                else:
+                    ok = False
+                    print(f"neurotui: {names[part]} did not take the request: its supervisor "
+                          "(or its host) is gone; stop its training on that node",
+                          file=sys.stderr)
+        time.sleep(0.2)
+    if waiting:
+        print(f"neurotui: still running after --wait: {', '.join(names[p] for p in waiting)}",
+              file=sys.stderr)
+    return 0 if ok and not waiting else 1
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from neurotui.supervisor.exporting import MetricsExporter
 from neurotui.supervisor.globalranks import GlobalRanks
 from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
+from neurotui.supervisor.requests import RequestInbox
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.wakeups import SignalWake, exit_descriptor
 
@@ -105,6 +106,8 @@ class Supervisor:
         if self.global_ranks is not None:
             self.follower.global_ranks = {}
         self.exporter = MetricsExporter.of_config(self.dir, config, self.writer, self._save_meta)
+        # Requests left in the session folder: a job of many nodes is stopped from any node.
+        self.inbox = RequestInbox(self.dir, since=time.time())
         self.selector = selectors.DefaultSelector()
         self.socket_path = control.socket_path(self.dir)
         self.server = control.listen(self.socket_path)
@@ -269,6 +272,7 @@ class Supervisor:
             soon = now + self.follower.pause_s
             if soon >= next_logs:
                 self._guarded("reading the job's logs", self.follower.poll, now)
+                restart_asked |= self._take_request()
                 next_logs = _next_due(next_logs, self.follower.poll_s, now)
             if soon >= next_telemetry:
                 self._sample_telemetry(now)
@@ -534,6 +538,19 @@ class Supervisor:
             with contextlib.suppress(OSError):
                 conn.sendall(_json_line(reply))
             return restart
+
+    def _take_request(self) -> bool:
+        """A stop or restart left in the session folder (requests.py); True: a restart."""
+        try:
+            request = self.inbox.take()
+        except OSError:
+            return False
+        if request is None:
+            return False
+        restart = request["cmd"] == "restart"
+        self.request_stop(by=f"{request.get('by', 'cli')} from {request.get('from_host', '?')}",
+                          restart=restart)
+        return restart
 
     def request_stop(self, by: str, restart: bool = False) -> None:
         if not restart:

@@ -142,3 +142,30 @@ def test_a_node_killed_with_its_training_shows_as_lost(tmp_path: Path) -> None:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
+
+
+def test_stopping_the_job_from_any_node_stops_every_nodes_part(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    nodes = start_job(tmp_path, "S", 100_000)
+    try:
+        wait_for(lambda: len(parts_of(sessions, "S")) == 2 if sessions.exists() else False,
+                 60, "both nodes' sessions")
+        wait_for(lambda: all(len(SessionReader(p, telemetry_history=None).load().steps()) >= 5
+                             for p in parts_of(sessions, "S")), 120, "both nodes stepping")
+        # Each node's supervisor takes the request from its own session folder.
+        done = run_cli(sessions, "stop", "S", "--wait", "60")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "asked nA, nB to stop (job S)" in done.stdout
+        for proc in nodes:
+            proc.communicate(timeout=60)
+        for part in parts_of(sessions, "S"):
+            assert meta(part)["exit"]["reason"] == "stopped", meta(part)["exit"]
+            requests = [e for e in map(json.loads, (part / "events.jsonl").read_text()
+                                       .splitlines()) if e["kind"] == "stop_request"]
+            assert len(requests) == 1 and requests[0]["by"].startswith("cli from ")
+            assert not (part / "control-request.json").exists()  # taken
+    finally:
+        for proc in nodes:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
