@@ -12,7 +12,6 @@ no stop, no adopt) unless --allow-control.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import shlex
 import socket
@@ -20,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neurotui.listening import LOOPBACK, is_local, port_number
 from neurotui.terminal import READ_ONLY_ENV
 
-DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HOST = LOOPBACK
 DEFAULT_PORT = 8000
 
 
@@ -35,33 +35,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="address to listen on (default 127.0.0.1: this machine only, e.g. "
                         "through `ssh -L 8000:127.0.0.1:8000`); 0.0.0.0 means every "
                         "interface, and anyone who can reach it sees the runs")
-    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help="default 8000")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help="default 8000")
     p.add_argument("--public-url", metavar="URL",
                    help="the address browsers open, when it is not http://HOST:PORT (a "
                         "reverse proxy, a tunnel to another port)")
     p.add_argument("--allow-control", action="store_true",
                    help="let the browser stop training and adopt jobs (default: read-only)")
     return p
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port: {text!r}") from None
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError("a port is 1 to 65535")
-    return port
-
-
-def is_local(host: str) -> bool:
-    """Whether only this machine can reach `host` (a loopback address or name)."""
-    if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def public_url(host: str, port: int) -> str:

@@ -8,19 +8,9 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from neurotui.serve import is_local
+from neurotui.listening import LOOPBACK, is_local, port_number
 
-DEFAULT_HOST = "127.0.0.1"
-
-
-def port_number(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port: {text!r}") from None
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError("a port is 1 to 65535")
-    return port
+DEFAULT_HOST = LOOPBACK
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

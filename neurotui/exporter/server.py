@@ -27,7 +27,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 
 from neurotui.exporter.collector import SessionCollector
-from neurotui.exporter.options import DEFAULT_HOST, port_number
+from neurotui.exporter.options import DEFAULT_HOST
+from neurotui.listening import port_number
 from neurotui.session.meta import SessionFormatError, load_meta
 
 NICENESS = 10

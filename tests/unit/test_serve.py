@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from neurotui import serve, terminal
+from neurotui.listening import is_local
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
     ("127.0.0.1", True), ("localhost", True), ("::1", True), ("127.0.0.2", True),
     ("0.0.0.0", False), ("::", False), ("10.0.0.5", False), ("trn1-box", False)])
 def test_only_loopback_is_local(host: str, local: bool) -> None:
-    assert serve.is_local(host) is local
+    assert is_local(host) is local
 
 
 def test_browsers_get_an_address_they_can_open() -> None:
