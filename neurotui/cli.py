@@ -17,8 +17,6 @@ from typing import Any
 from neurotui import __version__, compare_command, export, fmt, patterns, serve
 from neurotui.exporter.options import add_options as add_metrics_options
 from neurotui.exporter.options import metrics_config
-from neurotui.pricing.record import instance_record, price_record
-from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.jobid import job_identity
@@ -259,6 +257,10 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     spool_dir = spool.create(session_dir)
     logs_root = spool_dir if spool_dir is not None else session_dir / layout.LOGS_DIR
     argv = resolve_executable(job_argv(user_cmd, logs_root, shell=shell))
+    # Pricing (IMDSv2 over HTTP) loads for `run` only: every other command starts sooner.
+    from neurotui.pricing.record import instance_record, price_record
+    from neurotui.pricing.resolve import resolve_price
+
     price = resolve_price(**config.get("pricing", {}))
     config = {**config, "torchrun_logs": argv != user_cmd and not shell
               and torchrun_position(user_cmd) is not None}

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from neurotui.sources.steplog import LogReport, StepLine, StepLineParser, explain
+if TYPE_CHECKING:  # the parsers load with the command, not with every command line
+    from neurotui.sources.steplog import LogReport, StepLine
 
 SHOWN_STEPS = 8
 """Steps printed at each end of the log (all of them are counted)."""
@@ -32,6 +33,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """0: read (whatever it found); 2: unreadable file or unusable pattern."""
+    from neurotui.sources.steplog import StepLineParser, explain
+
     try:
         parser = (StepLineParser.from_patterns(args.step_pattern, include_defaults=True)
                   if args.step_pattern else StepLineParser.default())
