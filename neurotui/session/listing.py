@@ -10,13 +10,13 @@ read is listed with its problem, never skipped.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from neurotui.metrics import finite_or_none
 from neurotui.session import layout
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.status import status_of
@@ -28,6 +28,14 @@ _SESSION_FILES = (layout.EVENTS, layout.PROBE_DIR, layout.LOGS_DIR)
 # A folder holding one of these but no meta.json is a broken session (as paths.broken_sessions).
 _STATE_NAMES = {"failed": "crashed"}
 """How the table names a status: a run that failed is what users call crashed."""
+
+
+def _json_number(value: Any) -> float | None:
+    """A finite number of meta.json, else None (metrics.finite_or_none for JSON values: the
+    metrics and numpy stay out of the home screen's start-up)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -96,11 +104,11 @@ def read_entry(path: Path, now: float) -> SessionEntry:
         return SessionEntry(path, UNREADABLE, problem=f"{layout.META}: {problem}")
     status = status_of(meta)
     state = _STATE_NAMES.get(status.state, status.state)
-    started = finite_or_none(meta.get("started_at"))
+    started = _json_number(meta.get("started_at"))
     summary = meta.get("summary") if isinstance(meta.get("summary"), dict) else None
-    end = finite_or_none(meta.get("ended_at")) or (now if status.running else None)
+    end = _json_number(meta.get("ended_at")) or (now if status.running else None)
     duration = end - started if end is not None and started is not None else \
-        finite_or_none((summary or {}).get("wall_s"))
+        _json_number((summary or {}).get("wall_s"))
     instance = meta.get("instance") if isinstance(meta.get("instance"), dict) else {}
     command = meta.get("user_command") or meta.get("command") or []
     entry = SessionEntry(
@@ -109,8 +117,8 @@ def read_entry(path: Path, now: float) -> SessionEntry:
         command=" ".join(str(x) for x in command) if isinstance(command, list) else "")
     if summary is None or status.running:
         return entry
-    return entry.with_figures(finite_or_none(summary.get("steady_samples_per_s")),
-                              finite_or_none(summary.get("samples_per_dollar_steady")))
+    return entry.with_figures(_json_number(summary.get("steady_samples_per_s")),
+                              _json_number(summary.get("samples_per_dollar_steady")))
 
 
 def _text(value: Any) -> str | None:

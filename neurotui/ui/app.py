@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import events, work
 from textual.app import App, SystemCommand
@@ -32,20 +33,21 @@ from textual.worker import Worker, WorkerState
 from neurotui.live.clock import Clock, WallClock
 from neurotui.live.logtail import LAUNCHER, STREAMS, LogChoice, ShownLogFollower
 from neurotui.live.memory import Trimmer
-from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
-from neurotui.session.reader import SessionFormatError, SessionReader
-from neurotui.session.status import SessionStatus
+from neurotui.session.meta import SessionFormatError
 from neurotui.terminal import control_allowed
 from neurotui.ui.driver import quiet
 from neurotui.ui.messages import JobActionAnswered, LogLines, StateUpdated
-from neurotui.ui.screens.breakdown import BreakdownScreen
 from neurotui.ui.screens.confirm_stop import ConfirmStop
-from neurotui.ui.screens.cpu_heat import CpuHeatScreen
-from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HelpScreen
 from neurotui.ui.themes import DARK, LIGHT, THEMES
-from neurotui.ui.widgets.header import SessionHeader
-from neurotui.ui.widgets.logs import LogPanel
+
+# The dashboard's own modules (the live model and numpy, its screens and widgets: most of the
+# app's start-up) load when a session is bound, not with the app: the home screen, which has
+# none yet, draws its first frame without them.
+if TYPE_CHECKING:
+    from neurotui.live.model import DashboardModel, DashboardState
+    from neurotui.session.status import SessionStatus
+    from neurotui.ui.screens.dashboard import DashboardScreen
 
 DEFAULT_INTERVAL_S = 2.0
 """A refresh every 2 s (btop's default): enough to follow training, cheap over SSH and on a
@@ -119,6 +121,9 @@ class DashboardApp(App[int]):
                      model: DashboardModel | None = None,
                      status: Callable[[], SessionStatus] | None = None) -> None:
         """The state of following one session: set anew for each session the app opens."""
+        from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel
+        from neurotui.session.reader import SessionReader
+
         self.session_dir = Path(session_dir)
         self.clock = clock or WallClock()
         self.model = model or DashboardModel(
@@ -160,6 +165,8 @@ class DashboardApp(App[int]):
         return self._dashboard
 
     def make_dashboard(self) -> DashboardScreen:
+        from neurotui.ui.screens.dashboard import DashboardScreen
+
         return DashboardScreen(id="dashboard")
 
     @property
@@ -185,6 +192,8 @@ class DashboardApp(App[int]):
             if self._first_read_timer is not None:
                 self._first_read_timer.stop()
             return
+        from neurotui.ui.widgets.header import SessionHeader
+
         progress = getattr(self.model.reader, "first_read", None)
         with contextlib.suppress(LookupError):
             self.dashboard.query_one(SessionHeader).show_first_read(progress)
@@ -293,6 +302,9 @@ class DashboardApp(App[int]):
         self._poll()
 
     def on_state_updated(self, message: StateUpdated) -> None:
+        from neurotui.ui.screens.breakdown import BreakdownScreen
+        from neurotui.ui.screens.cpu_heat import CpuHeatScreen
+
         if self._dashboard is None:
             return  # sent before the session was left
         before = self.last_state
@@ -306,6 +318,8 @@ class DashboardApp(App[int]):
             self.refresh_bindings()  # keys that depend on it (adopt) come and go
 
     def on_log_lines(self, message: LogLines) -> None:
+        from neurotui.ui.widgets.logs import LogPanel
+
         if self._dashboard is None:
             return
         if self.log_choice is not None and message.choice != self.log_choice:
@@ -346,11 +360,15 @@ class DashboardApp(App[int]):
 
     def action_cpu_heat(self) -> None:
         """The CPU heat map on the whole screen (escape returns)."""
+        from neurotui.ui.screens.cpu_heat import CpuHeatScreen
+
         if not isinstance(self.screen, CpuHeatScreen):
             self.push_screen(CpuHeatScreen(self.last_state))
 
     def action_breakdown(self) -> None:
         """Where a step's time goes, on the whole screen (escape returns)."""
+        from neurotui.ui.screens.breakdown import BreakdownScreen
+
         if not isinstance(self.screen, BreakdownScreen):
             self.push_screen(BreakdownScreen(self.last_state, replay=self.dashboard.replay))
 
@@ -394,6 +412,8 @@ class DashboardApp(App[int]):
         self.show_log(LogChoice(current.rank, other))
 
     def show_log(self, choice: LogChoice) -> None:
+        from neurotui.ui.widgets.logs import LogPanel
+
         self.log_choice = choice
         panel = self.dashboard.query_one(LogPanel)
         panel.set_choice(choice, None, len(self.follower.ranks))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
-from neurotui.live.logtail import LogChoice
-from neurotui.live.model import DashboardState
+if TYPE_CHECKING:  # types only: the home screen starts without the live model (numpy)
+    from neurotui.live.logtail import LogChoice
+    from neurotui.live.model import DashboardState
 
 
 class StateUpdated(Message):

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -23,21 +23,18 @@ from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from neurotui import fmt
-from neurotui.charts import bar
 from neurotui.live.clock import ReplayClock
 from neurotui.live.logtail import LogChoice
-from neurotui.live.model import DashboardModel
-from neurotui.session.reader import LOG_OFFSETS
-from neurotui.session.status import SessionStatus
-from neurotui.session.timeline import Timeline, TimelineView, parse_position
 from neurotui.ui.app import DEFAULT_INTERVAL_S, DashboardApp, env_interval
 from neurotui.ui.messages import LogLines
-from neurotui.ui.screens.breakdown import BreakdownScreen
-from neurotui.ui.screens.cpu_heat import CpuHeatScreen
-from neurotui.ui.screens.dashboard import DashboardScreen
 from neurotui.ui.screens.help import HELP, REPLAY_HELP, HelpScreen
-from neurotui.ui.widgets.logs import LogPanel
 from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE
+
+# As in app.py: the recording and the dashboard's modules load when a session is opened.
+if TYPE_CHECKING:
+    from neurotui.session.status import SessionStatus
+    from neurotui.session.timeline import Timeline, TimelineView
+    from neurotui.ui.screens.dashboard import DashboardScreen
 
 PLAYING_FRAME_S = 0.5
 PLAYER_ACTIONS = frozenset({"play", "speed", "seek", "seek_start", "seek_end", "go_to"})
@@ -85,6 +82,8 @@ class ReplayBar(Widget):
         self.refresh()
 
     def render(self) -> Content:
+        from neurotui.charts import bar  # (numpy: with the recording, not at start-up)
+
         p = self.position
         if p is None:
             return Content.styled(f" replay: {self.message}", MUTED)
@@ -132,6 +131,8 @@ class GoTo(ModalScreen[float | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         try:
+            from neurotui.session.timeline import parse_position
+
             t = parse_position(event.value, self.timeline.time_of_step, self.timeline.start)
         except ValueError as exc:
             self.query_one("#goto-error", Static).update(str(exc))
@@ -194,6 +195,8 @@ class ReplayApp(DashboardApp):
     def make_dashboard(self) -> DashboardScreen:
         if not self.replaying:
             return super().make_dashboard()
+        from neurotui.ui.screens.dashboard import DashboardScreen
+
         return DashboardScreen(id="dashboard", bar=self.bar, replay=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -203,6 +206,9 @@ class ReplayApp(DashboardApp):
             return super().check_action(action, parameters)
         if action in ("stop_training", "adopt"):
             return False  # a recording has nothing to stop or adopt: hidden from the footer
+        from neurotui.ui.screens.breakdown import BreakdownScreen
+        from neurotui.ui.screens.cpu_heat import CpuHeatScreen
+
         if action in PLAYER_ACTIONS and isinstance(self.screen, CpuHeatScreen | BreakdownScreen):
             return True  # these follow the cursor: play and seek from them too
         return super().check_action(action, parameters)
@@ -224,6 +230,9 @@ class ReplayApp(DashboardApp):
 
     def _open(self) -> bool:
         """Load the recording (once); on failure say why in the bar and stop trying."""
+        from neurotui.live.model import DashboardModel
+        from neurotui.session.timeline import Timeline
+
         if self.open_error is not None:
             return False
         session_dir = self.session_dir
@@ -256,6 +265,8 @@ class ReplayApp(DashboardApp):
         return True
 
     def _position_of(self, text: str) -> float:
+        from neurotui.session.timeline import parse_position
+
         assert self.timeline is not None
         if text.strip().lower() == "end":
             return self.timeline.end
@@ -269,12 +280,16 @@ class ReplayApp(DashboardApp):
         timeline, view = self.timeline, self.view
         if timeline is None or view is None or not timeline.has_log_offsets:
             return None
+        from neurotui.session.reader import LOG_OFFSETS
+
         last = view.last(LOG_OFFSETS)
         files = last.get("files") if last else None
         return {str(k): int(v) for k, v in files.items() if isinstance(v, int)} \
             if isinstance(files, dict) else {}
 
     def on_log_lines(self, message: LogLines) -> None:
+        from neurotui.ui.widgets.logs import LogPanel
+
         if self.replaying and self._dashboard is not None and self.timeline is not None \
                 and not self.timeline.has_log_offsets:
             self.dashboard.query_one(LogPanel).label = "Log (whole run)"
