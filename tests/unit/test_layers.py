@@ -70,6 +70,14 @@ def test_the_command_line_and_the_supervisor_start_without_pandas_or_textual() -
         assert loaded_by(module, {"pandas", "numpy", "textual"}) == [], module
 
 
+def test_the_home_screen_starts_without_the_dashboards_modules() -> None:
+    """Plain `neurotui` draws its sessions table before the live model, the reader and numpy
+    load (issue #15: 500 sessions within 0.5 s); they load when a session is opened."""
+    assert loaded_by("neurotui.ui.home_app", {"numpy", "pandas", "neurotui.live.model",
+                                              "neurotui.session.reader",
+                                              "neurotui.ui.screens.dashboard"}) == []
+
+
 def test_following_and_replaying_a_run_need_no_pandas() -> None:
     """The dashboard (run, attach) and replay work on numpy columns: pandas (a third of a
     second and 70 MB) is imported only by compare and export."""
