@@ -250,6 +250,11 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
 def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
                    config: dict[str, Any]) -> Path:
     now = time.time()
+    at = None if shell else torchrun_position(user_cmd)
+    identity = job_identity(None if at is None else user_cmd[at:], os.environ,
+                            job=config.get("job"), node=config.get("node"))
+    if identity.multi_node:  # a job's parts side by side in a shared folder: named by node
+        name = f"{name}-{identity.node}"
     session_dir = new_session_folder(root, name, now,
                                      group_readable=bool(config.get("group_readable")))
     # The job writes its output into memory, copied into logs/ by the supervisor: a full
@@ -264,9 +269,6 @@ def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,
     price = resolve_price(**config.get("pricing", {}))
     config = {**config, "torchrun_logs": argv != user_cmd and not shell
               and torchrun_position(user_cmd) is not None}
-    at = None if shell else torchrun_position(user_cmd)
-    identity = job_identity(None if at is None else user_cmd[at:], os.environ,
-                            job=config.get("job"), node=config.get("node"))
     write_first_meta(session_dir, name=name, started_at=now, command=argv,
                      user_command=user_cmd, shell=shell, instance=instance_record(price),
                      price=price_record(price), config=config,

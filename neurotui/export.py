@@ -139,6 +139,26 @@ def export_table(session_dir: Path, what: str = "steps") -> tuple[pd.DataFrame, 
     return build(reader), reader.problems.summary()
 
 
+def job_table(parts: list[Path], what: str = "steps") -> tuple[pd.DataFrame, str | None]:
+    """A job of many nodes as one table: its nodes' tables (export_table) together, in time
+    order, each row with its `node`. Its steps' ranks are the job's global ranks already."""
+    import pandas as pd
+
+    from neurotui.session.jobs import node_of
+    from neurotui.session.meta import load_meta
+
+    frames, problems = [], []
+    for part in parts:
+        df, problem = export_table(part, what)
+        df.insert(0, "node", node_of(load_meta(part)) or part.name)
+        frames.append(df)
+        if problem:
+            problems.append(f"{part.name}: {problem}")
+    joined = pd.concat(frames, ignore_index=True).sort_values("t", kind="stable",
+                                                               ignore_index=True)
+    return _columns_first(joined, ("t", "node")), "; ".join(problems) or None
+
+
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows of differing keys as a table whose whole-number columns stay whole numbers (a
     pid is not 5.0 because another kind of event has no pid: missing is <NA>)."""
@@ -215,7 +235,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Export one session's records as a table file (pandas; Parquet needs "
                     "pyarrow).")
     p.add_argument("session", metavar="SESSION",
-                   help="folder name under sessions/ or any unique part of it")
+                   help="folder name under sessions/ or any unique part of it, or a job id "
+                        "(all its nodes in one table, with a node column)")
     p.add_argument("--what", choices=WHATS, default="steps", help="which table (default steps)")
     p.add_argument("--format", choices=FORMATS, default="csv")
     p.add_argument("--out", metavar="PATH",
@@ -226,9 +247,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, root: Path) -> int:
     """`neurotui export`: 0 written; 2 no such session, unreadable meta.json or bad output."""
+    from neurotui.session.jobs import job_parts
+
     try:
-        session_dir = find_session(root, args.session)
-        df, problems = export_table(session_dir, args.what)
+        if parts := job_parts(root, args.session):  # a job of many nodes
+            session_dir = root / f"job-{args.session}"  # (names the default file only)
+            df, problems = job_table(parts, args.what)
+        else:
+            session_dir = find_session(root, args.session)
+            df, problems = export_table(session_dir, args.what)
     except (SessionNotFound, SessionFormatError) as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2

@@ -31,10 +31,15 @@ def new_session_folder(root: Path, name: str, now: float, *,
     session_id = new_session_id(name, now)
     session_dir = root / session_id
     suffix = 1
-    while session_dir.exists():
-        suffix += 1
-        session_dir = root / f"{session_id}-{suffix}"
-    session_dir.mkdir(mode=0o700)
+    while True:
+        # mkdir claims the name: two runs starting in the same second (the nodes of one job
+        # on a shared sessions folder) cannot both take it, as they could after a look.
+        try:
+            session_dir.mkdir(mode=0o700)
+            break
+        except FileExistsError:
+            suffix += 1
+            session_dir = root / f"{session_id}-{suffix}"
     session_dir.chmod(0o750 if group_readable else 0o700)
     (session_dir / layout.LOGS_DIR).mkdir()
     (session_dir / layout.PROBE_DIR).mkdir()

@@ -5,12 +5,16 @@ the job as one run; a node killed with its training shows as lost."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -44,6 +48,19 @@ def start_job(tmp_path: Path, job: str, steps: int) -> list[subprocess.Popen[str
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, "TRUTH_FILE": str(tmp_path / "truth"), "STEPS": str(steps)}))
     return nodes
+
+
+def wait_or_tell(nodes: list[subprocess.Popen[str]], predicate: Callable[[], Any],
+                 timeout: float, what: str) -> Any:
+    """wait_for, and on a timeout the nodes' own output in the failure (they are ended)."""
+    try:
+        return wait_for(predicate, timeout, what)
+    except AssertionError as exc:
+        outputs = []
+        for proc in nodes:
+            proc.kill()
+            outputs.append(proc.communicate()[0][-3000:])
+        raise AssertionError(f"{exc}; the nodes said:\n" + "\n---\n".join(outputs)) from None
 
 
 def parts_of(sessions: Path, job: str) -> list[Path]:
@@ -99,6 +116,15 @@ def test_two_nodes_record_one_job_with_the_jobs_global_ranks(tmp_path: Path) -> 
     truth_rate = sum(16 / np.median(np.diff(t["steps"][10:])) for t in truths.values())
     assert job["samples_per_s"] == pytest.approx(truth_rate, rel=0.15)
 
+    # One table for the job: every node's steps, each row with its node.
+    exported = run_cli(sessions, "export", "J", "--out", "-")
+    assert exported.returncode == 0, exported.stderr
+    rows = list(csv.DictReader(io.StringIO(exported.stdout)))
+    assert len(rows) == 4 * STEPS
+    for node, part in zip(("nA", "nB"), parts, strict=True):
+        ranks = {int(r["rank"]) for r in rows if r["node"] == node}
+        assert sorted(ranks) == meta(part)["job"]["global_ranks"]
+
     listing = run_cli(sessions, "ls")
     assert listing.returncode == 0
     assert "job J: 2 nodes" in listing.stdout
@@ -119,7 +145,7 @@ def test_a_node_killed_with_its_training_shows_as_lost(tmp_path: Path) -> None:
                 return parts
             return None
 
-        node_a, node_b = wait_for(both_stepping, 120, "both nodes to record steps")
+        node_a, node_b = wait_or_tell(nodes, both_stepping, 120, "both nodes to record steps")
         # Node B's host goes: its supervisor and its whole training, at once.
         doomed = meta(node_b)
         training = psutil.Process(doomed["job_pid"])
@@ -148,10 +174,11 @@ def test_stopping_the_job_from_any_node_stops_every_nodes_part(tmp_path: Path) -
     sessions = tmp_path / "sessions"
     nodes = start_job(tmp_path, "S", 100_000)
     try:
-        wait_for(lambda: len(parts_of(sessions, "S")) == 2 if sessions.exists() else False,
-                 60, "both nodes' sessions")
-        wait_for(lambda: all(len(SessionReader(p, telemetry_history=None).load().steps()) >= 5
-                             for p in parts_of(sessions, "S")), 120, "both nodes stepping")
+        wait_or_tell(nodes, lambda: len(parts_of(sessions, "S")) == 2 if sessions.exists()
+                     else False, 60, "both nodes' sessions")
+        wait_or_tell(nodes, lambda: all(
+            len(SessionReader(p, telemetry_history=None).load().steps()) >= 5
+            for p in parts_of(sessions, "S")), 120, "both nodes stepping")
         # Each node's supervisor takes the request from its own session folder.
         done = run_cli(sessions, "stop", "S", "--wait", "60")
         assert done.returncode == 0, done.stdout + done.stderr

@@ -142,3 +142,28 @@ def test_a_slurm_launch_records_the_allocations_job_and_node(tmp_path: Path) -> 
     assert meta(only_session(sessions))["job"] == {
         "node": "queue1-st-trn1-2", "id": "981", "id_from": "SLURM_JOB_ID", "node_rank": 1,
         "nnodes": "4"}
+
+
+def test_runs_starting_together_each_claim_a_folder_of_their_own(tmp_path: Path) -> None:
+    """The nodes of a job start in the same second, with the same name, in one shared
+    folder: each gets a folder (mkdir claims it), none fails."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from neurotui.session.create import new_session_folder
+
+    with ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda _: new_session_folder(tmp_path, "ddp", 1.8e9), range(40)))
+    assert len(set(made)) == 40 and all((p / "logs").is_dir() for p in made)
+
+
+def test_a_jobs_parts_are_named_by_their_node(tmp_path: Path) -> None:
+    import sys
+
+    from tests.e2e.conftest import meta, only_session, run_cli
+
+    sessions = tmp_path / "sessions"
+    done = run_cli(sessions, "run", "--headless", "--name", "ddp", "--job", "J", "--node",
+                   "trn1-a", "--", sys.executable, "-c", "pass")
+    assert done.returncode == 0, done.stderr
+    part = only_session(sessions)
+    assert part.name.endswith("-ddp-trn1-a") and meta(part)["job"]["node"] == "trn1-a"
