@@ -40,9 +40,12 @@ def bare(steps: int) -> float:
     return time.perf_counter() - start
 
 
-# Steady cost: from past the supervisor's start-up until the job exits (what follows is the
-# one-off end-of-run summary, reported within "in all").
+# Steady cost: from STEADY_AFTER_S after the ranks' first steps (their probe files: until the
+# supervisor sees them it reads the ranks' logs line by line, about a hundred wakeups in that
+# second) until the job exits (what follows is the one-off end-of-run summary, reported within
+# "in all"); never before STARTUP_S of the supervisor's life.
 STARTUP_S = 3.0
+STEADY_AFTER_S = 2.0
 
 
 def job_times(session: Path) -> tuple[float, float]:
@@ -89,6 +92,8 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
         steady_from: tuple[float, float, int] | None = None
         steady_to: tuple[float, float, int] | None = None
         wakeups = 0
+        first_step_at: float | None = None
+        running: tuple[float, float, int] | None = None
         while True:
             try:
                 times = sup.cpu_times()
@@ -97,10 +102,16 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
                 wakeups = sup.num_ctx_switches().voluntary
             except psutil.Error:
                 break
-            if steady_from is None and lifetime >= STARTUP_S:
+            if first_step_at is None and any(meta_path.parent.glob("probe/*.jsonl")):
+                first_step_at = lifetime
+            if steady_from is None and lifetime >= STARTUP_S and first_step_at is not None \
+                    and lifetime >= first_step_at + STEADY_AFTER_S:
                 steady_from = (cpu, lifetime, wakeups)
-            if steady_to is None and steady_from is not None and not job.is_running():
-                steady_to = (cpu, lifetime, wakeups)  # after this: the end-of-run summary
+            if steady_to is None and steady_from is not None:
+                if job.is_running():
+                    running = (cpu, lifetime, wakeups)
+                else:  # the last sample while it ran: after it, the end-of-run summary
+                    steady_to = running
             if proc.poll() is not None:
                 break
             time.sleep(0.2)
