@@ -196,3 +196,37 @@ def test_stopping_the_job_from_any_node_stops_every_nodes_part(tmp_path: Path) -
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
+
+
+def test_restarting_the_job_restarts_every_node_and_the_ranks_meet_again(
+        tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    steps = 120
+    nodes = start_job(tmp_path, "R", steps)
+    try:
+        wait_or_tell(nodes, lambda: len(parts_of(sessions, "R")) == 2 if sessions.exists()
+                     else False, 60, "both nodes' sessions")
+        wait_or_tell(nodes, lambda: all(
+            len(SessionReader(p, telemetry_history=None).load().steps()) >= 5
+            for p in parts_of(sessions, "R")), 120, "both nodes stepping")
+        done = run_cli(sessions, "stop", "R", "--restart")
+        assert done.returncode == 0, done.stdout + done.stderr
+        for proc in nodes:  # the second attempt runs to its end
+            out, _ = proc.communicate(timeout=240)
+            assert proc.returncode == 0, out
+        for part in parts_of(sessions, "R"):
+            assert meta(part)["exit"]["reason"] == "completed"
+            events = [json.loads(line) for line in
+                      (part / "events.jsonl").read_text().splitlines()]
+            ranks = [e for e in events if e["kind"] == "ranks"]
+            # A new rendezvous: the ranks' global ranks are read again for attempt 1.
+            assert [e["attempt"] for e in ranks] == [0, 1]
+            mine = sorted(ranks[1]["global_ranks"].values())
+            again = [e for e in events if e["kind"] == "step" and e["attempt"] == 1]
+            assert sorted({e["rank"] for e in again}) == mine
+            assert len(again) == steps * len(mine)  # every step of the second attempt
+    finally:
+        for proc in nodes:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
