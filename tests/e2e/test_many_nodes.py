@@ -12,7 +12,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -133,19 +134,37 @@ def test_two_nodes_record_one_job_with_the_jobs_global_ranks(tmp_path: Path) -> 
                    for line in listing.stdout.splitlines())
 
 
+@contextmanager
+def running_job(tmp_path: Path, job: str, steps: int) -> Iterator[list[subprocess.Popen[str]]]:
+    """start_job, and whatever a test leaves running killed at its end."""
+    nodes = start_job(tmp_path, job, steps)
+    try:
+        yield nodes
+    finally:
+        for proc in nodes:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+def both_stepping(nodes: list[subprocess.Popen[str]], sessions: Path, job: str,
+                  steps: int) -> list[Path]:
+    """The job's two parts, once each has recorded `steps` steps."""
+    def ready() -> list[Path] | None:
+        parts = parts_of(sessions, job) if sessions.exists() else []
+        if len(parts) == 2 and all(
+                len(SessionReader(p, telemetry_history=None).load().steps()) >= steps
+                for p in parts):
+            return parts
+        return None
+
+    return wait_or_tell(nodes, ready, 120, "both nodes to record steps")
+
+
 def test_a_node_killed_with_its_training_shows_as_lost(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
-    nodes = start_job(tmp_path, "K", 100_000)  # runs until a node is lost
-    try:
-        def both_stepping() -> list[Path] | None:
-            parts = parts_of(sessions, "K") if sessions.exists() else []
-            if len(parts) == 2 and all(
-                    len(SessionReader(p, telemetry_history=None).load().steps()) >= 10
-                    for p in parts):
-                return parts
-            return None
-
-        node_a, node_b = wait_or_tell(nodes, both_stepping, 120, "both nodes to record steps")
+    with running_job(tmp_path, "K", 100_000) as nodes:  # runs until a node is lost
+        node_a, node_b = both_stepping(nodes, sessions, "K", 10)
         # Node B's host goes: its supervisor and its whole training, at once.
         doomed = meta(node_b)
         training = psutil.Process(doomed["job_pid"])
@@ -163,22 +182,12 @@ def test_a_node_killed_with_its_training_shows_as_lost(tmp_path: Path) -> None:
         assert job["nodes"] == 2
         assert "nB lost" in job["node_states"], job
         assert meta(node_a)["exit"] is not None  # node A recorded its own end
-    finally:
-        for proc in nodes:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
 
 
 def test_stopping_the_job_from_any_node_stops_every_nodes_part(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
-    nodes = start_job(tmp_path, "S", 100_000)
-    try:
-        wait_or_tell(nodes, lambda: len(parts_of(sessions, "S")) == 2 if sessions.exists()
-                     else False, 60, "both nodes' sessions")
-        wait_or_tell(nodes, lambda: all(
-            len(SessionReader(p, telemetry_history=None).load().steps()) >= 5
-            for p in parts_of(sessions, "S")), 120, "both nodes stepping")
+    with running_job(tmp_path, "S", 100_000) as nodes:
+        both_stepping(nodes, sessions, "S", 5)
         # Each node's supervisor takes the request from its own session folder.
         done = run_cli(sessions, "stop", "S", "--wait", "60")
         assert done.returncode == 0, done.stdout + done.stderr
@@ -191,24 +200,14 @@ def test_stopping_the_job_from_any_node_stops_every_nodes_part(tmp_path: Path) -
                                        .splitlines()) if e["kind"] == "stop_request"]
             assert len(requests) == 1 and requests[0]["by"].startswith("cli from ")
             assert not (part / "control-request.json").exists()  # taken
-    finally:
-        for proc in nodes:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
 
 
 def test_restarting_the_job_restarts_every_node_and_the_ranks_meet_again(
         tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     steps = 120
-    nodes = start_job(tmp_path, "R", steps)
-    try:
-        wait_or_tell(nodes, lambda: len(parts_of(sessions, "R")) == 2 if sessions.exists()
-                     else False, 60, "both nodes' sessions")
-        wait_or_tell(nodes, lambda: all(
-            len(SessionReader(p, telemetry_history=None).load().steps()) >= 5
-            for p in parts_of(sessions, "R")), 120, "both nodes stepping")
+    with running_job(tmp_path, "R", steps) as nodes:
+        both_stepping(nodes, sessions, "R", 5)
         done = run_cli(sessions, "stop", "R", "--restart")
         assert done.returncode == 0, done.stdout + done.stderr
         for proc in nodes:  # the second attempt runs to its end
@@ -225,8 +224,3 @@ def test_restarting_the_job_restarts_every_node_and_the_ranks_meet_again(
             again = [e for e in events if e["kind"] == "step" and e["attempt"] == 1]
             assert sorted({e["rank"] for e in again}) == mine
             assert len(again) == steps * len(mine)  # every step of the second attempt
-    finally:
-        for proc in nodes:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
