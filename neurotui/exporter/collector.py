@@ -20,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from neurotui.live.model import DashboardModel, DashboardState
+from neurotui.session.jobs import job_of, node_of
 
 PREFIX = "neurotui_"
 STALE_S = 30.0
@@ -32,11 +33,9 @@ def labels_of(meta: Mapping[str, Any]) -> dict[str, str]:
     """job: the id of the job of many nodes the run is part of (meta.json's `job`: {id,
     node, ...}), else the session's name; node: the node's name recorded there, else the
     host that recorded the session, else this host."""
-    job = meta.get("job")
-    job_id, node = (job.get("id"), job.get("node")) if isinstance(job, Mapping) else (job, None)
     instance = (meta.get("instance") or {}).get("type")
-    return {"job": str(job_id or meta.get("id") or meta.get("name") or ""),
-            "node": str(node or meta.get("node") or meta.get("host") or socket.gethostname()),
+    return {"job": job_of(meta) or str(meta.get("id") or meta.get("name") or ""),
+            "node": node_of(meta) or str(meta.get("host") or socket.gethostname()),
             "instance_type": str(instance or "")}
 
 

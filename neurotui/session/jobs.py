@@ -4,6 +4,7 @@ shared storage (FSx for Lustre, EFS), every node's part is there."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +12,17 @@ from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.paths import list_sessions
 
 
-def job_of(meta: dict[str, Any]) -> str | None:
+def job_of(meta: Mapping[str, Any]) -> str | None:
     """The id of the job a session is a node of; None: a run of one node."""
     job = meta.get("job")
-    if isinstance(job, dict) and isinstance(job.get("id"), str) and job["id"]:
+    if isinstance(job, Mapping) and isinstance(job.get("id"), str) and job["id"]:
         return str(job["id"])
     return None
 
 
-def node_of(meta: dict[str, Any]) -> str | None:
+def node_of(meta: Mapping[str, Any]) -> str | None:
     job = meta.get("job")
-    node = job.get("node") if isinstance(job, dict) else None
+    node = job.get("node") if isinstance(job, Mapping) else None
     return str(node) if node else None
 
 
