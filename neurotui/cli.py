@@ -327,6 +327,36 @@ def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: boo
     return code if isinstance(code, int) and code >= 0 else 1
 
 
+def follow_job(root: Path, job: str, args: argparse.Namespace, *, headless: bool) -> int:
+    """A job of many nodes as one run: its dashboard, or headless its progress and its
+    nodes' lines, until no node runs; the job's exit code (the worst of its nodes')."""
+    from neurotui import headless as headless_mode
+    from neurotui.live.clock import WallClock
+    from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel
+    from neurotui.session.jobreader import JobReader
+
+    if not headless:
+        if on_a_terminal():
+            from neurotui.ui.home_app import run_app
+
+            return run_app(root, job=job, **display_settings(args))
+        print("neurotui: not a terminal; following in headless mode", file=sys.stderr)
+    model = DashboardModel(JobReader(root, job, telemetry_history=TELEMETRY_HISTORY),
+                           WallClock())
+    try:
+        ended = headless_mode.follow(model, interval_s=args.interval or 5.0,
+                                     alive=lambda: model.reader.status().running)
+    except KeyboardInterrupt:
+        print(f"\nneurotui: detached; training goes on. `neurotui attach {job}` follows it "
+              f"again, `neurotui stop {job}` stops every node.", file=sys.stderr)
+        return 130
+    status = model.reader.status()
+    print(f"neurotui: job {job}: {status.state}"
+          + (f" ({status.detail})" if status.detail else ""), flush=True)
+    code = (ended or {}).get("code")
+    return code if isinstance(code, int) and code >= 0 else 1
+
+
 def wait_summary(session_dir: Path, timeout_s: float = 120.0) -> None:
     """The supervisor adds the run's summary to meta.json just after the exit record (the
     exit is not held back while it reads the run): wait for it, so a caller that reads
@@ -417,6 +447,8 @@ def take_leftovers_of_lost(session_dir: Path, state: str) -> None:
 
 
 def cmd_attach(args: argparse.Namespace, root: Path) -> int:
+    if args.session and job_parts(root, args.session):
+        return follow_job(root, args.session, args, headless=args.headless)
     session_dir = find_session(root, args.session)
     state = session_status(session_dir).state
     take_leftovers_of_lost(session_dir, state)

@@ -16,7 +16,9 @@ from typing import TextIO
 from neurotui import fmt, recorded
 from neurotui.live.clock import WallClock
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
+from neurotui.live.nodes import NodesState
 from neurotui.session import layout
+from neurotui.session.jobreader import JobReader
 from neurotui.session.reader import SessionReader
 from neurotui.session.timeline import TimelineView
 
@@ -51,7 +53,26 @@ def progress_line(state: DashboardState) -> str:
     return " | ".join(parts)
 
 
-def new_notices(reader: SessionReader | TimelineView, printed: dict[str, int]) -> list[str]:
+def nodes_line(nodes: NodesState) -> str:
+    """A job of many nodes: each node's state, ranks, samples/s and median step, a lost
+    node's last record, the slowest node marked."""
+    shown = []
+    for r in nodes.rows:
+        bits = [r.name, r.state, f"{len(r.ranks)} ranks"]
+        if r.samples_per_s is not None:
+            bits.append(fmt.rate(r.samples_per_s, " samples/s"))
+        if r.median_step_s is not None:
+            bits.append(f"{fmt.seconds(r.median_step_s)}/step"
+                        + (" (slowest)" if r.slowest else ""))
+        if r.state == "lost":
+            bits.append("last heard from " + (f"{fmt.short_duration(r.heard_s)} ago"
+                                              if r.heard_s is not None else "never"))
+        shown.append(" ".join(bits))
+    return f"  nodes of job {nodes.job}: " + " | ".join(shown)
+
+
+def new_notices(reader: SessionReader | TimelineView | JobReader,
+                printed: dict[str, int]) -> list[str]:
     """Lines for the alerts and losses recorded since the last call (`printed` keeps count)."""
     records = []
     for kind in ("alert", "lost"):
@@ -81,6 +102,8 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
         ended = model.reader.meta.get("exit")
         if now >= next_print or ended is not None:
             print(progress_line(state), file=out, flush=True)
+            if state.nodes is not None:
+                print(nodes_line(state.nodes), file=out, flush=True)
             next_print = now + interval_s
         if ended is not None:
             if isinstance(model.reader, SessionReader):

@@ -31,6 +31,7 @@ from neurotui.live.budget import Budget
 from neurotui.live.clock import Clock
 from neurotui.live.cpuheat import NO_MARKS, CpuHeatHistory, CpuHistory, CpuMarks, cpu_marks
 from neurotui.live.history import HistorySeries
+from neurotui.live.nodes import NodesState, nodes_state
 from neurotui.live.stepstate import RECENT, StepState
 from neurotui.metrics import finite_or_none as _num
 from neurotui.metrics.breakdown import (
@@ -41,6 +42,7 @@ from neurotui.metrics.breakdown import (
     StepBreakdown,
 )
 from neurotui.session.columns import Columns
+from neurotui.session.jobreader import JobReader
 from neurotui.session.reader import SessionReader
 from neurotui.session.status import SessionStatus, session_status
 
@@ -198,6 +200,9 @@ class DashboardState:
     ranks: tuple[int, ...]
     problems: str | None = None
     breakdown: BreakdownState | None = None
+    nodes: NodesState | None = None
+    """A job of many nodes: a row per node (the host, accelerator and process panels then
+    show the node in focus, `nodes.focus`). None: a run of one node."""
 
 
 class _SeriesMeans:
@@ -236,7 +241,7 @@ def _mean_cpu(event: Mapping[str, Any]) -> float:
 class DashboardModel:
     """Live (or replayed) view of one session; call `refresh()` from one thread only."""
 
-    def __init__(self, reader: SessionReader | TimelineView, clock: Clock, *,
+    def __init__(self, reader: SessionReader | TimelineView | JobReader, clock: Clock, *,
                  status: Callable[[], SessionStatus] | None = None,
                  recent: int = RECENT, throttle: bool = True,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -245,7 +250,8 @@ class DashboardModel:
         (tests pass their own)."""
         self.reader = reader
         self.clock = clock
-        self._status_fn = status or (lambda: session_status(reader.dir))
+        self._status_fn = status or (reader.status if isinstance(reader, JobReader)
+                                     else lambda: session_status(reader.dir))
         self._status: SessionStatus | None = None
         self._status_at = -math.inf
         self.recent = recent
@@ -332,11 +338,13 @@ class DashboardModel:
         problems = reader.problems.summary()
         alerts = self._alerts + ((rules.unreadable(problems),) if problems else ())
         breakdown = self._step_breakdown(view_now)
+        nodes = (nodes_state(reader, self.steps, medians, view_now)
+                 if isinstance(reader, JobReader) else None)
         return DashboardState(now=now, header=header,
                               throughput=replace(throughput, breakdown=breakdown),
                               accelerator=accel, host=host, procs=procs, alerts=alerts,
                               ranks=tuple(sorted(self.steps.ranks)), problems=problems,
-                              breakdown=breakdown)
+                              breakdown=breakdown, nodes=nodes)
 
     def _steady_grew(self) -> bool:
         return not self._steady_budget.enabled or self._steady is None or \
@@ -410,9 +418,13 @@ class DashboardModel:
                                                cost, view_now)
                 if proj is not None:  # (no price: no projected cost, the header marks it)
                     eta, projected = proj.remaining_s, proj.total_usd
+        session = str(meta.get("id") or meta.get("name") or self.reader.dir.name)
+        if isinstance(self.reader, JobReader):  # the job's name, nodes and their instances
+            nodes = len(self.reader.parts)
+            session = f"job {self.reader.job_id}, {nodes} node{'s' if nodes > 1 else ''}"
+            instance = f"{nodes} x {instance}" if instance else None
         return HeaderState(
-            session=str(meta.get("id") or meta.get("name") or self.reader.dir.name),
-            instance=str(instance) if instance else None, price_per_hour=price,
+            session=session, instance=str(instance) if instance else None, price_per_hour=price,
             price_note=price_note, elapsed_s=elapsed, cost_usd=cost, phase=phase,
             status=status.state, status_detail=status.detail, running=running,
             step=step, step_target=target, eta_s=eta, projected_usd=projected,

@@ -11,7 +11,7 @@ where a figure is limited to the recent steps, its label says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -189,15 +189,17 @@ class StepState:
         """A rank of the latest attempt is `warmup_steps` past its first step."""
         return any(bool(v.cols["past"][-1]) for v in self.latest().values() if len(v))
 
-    def throughput(self, now: float, window_s: float = metrics.DEFAULT_WINDOW_S
-                   ) -> float | None:
+    def throughput(self, now: float, window_s: float = metrics.DEFAULT_WINDOW_S, *,
+                   ranks: Collection[int] | None = None) -> float | None:
         """metrics.current_throughput over the kept steps (the window is 30 s; at most the
-        last `recent` steps of a rank count, which still gives its rate)."""
+        last `recent` steps of a rank count, which still gives its rate); `ranks`: of these
+        ranks only (a node's, of a job of many nodes)."""
         if not self.ranks:
             return None
         return metrics.window_throughput(
             ((v.cols["t"], v.cols["samples_covered"], v.cols["step_time"], v.cols["samples"])
-             for _, v in sorted(self.latest().items())), now, window_s)
+             for r, v in sorted(self.latest().items()) if ranks is None or r in ranks),
+            now, window_s)
 
     def rank_medians(self) -> dict[int, tuple[float, int]]:
         out = {}

@@ -4,7 +4,7 @@ shared storage (FSx for Lustre, EFS), every node's part is there."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +37,50 @@ def job_parts(root: Path, job_id: str) -> list[Path]:
         if job_of(meta) == job_id:
             parts.append((node_of(meta) or "", path))
     return [path for _, path in sorted(parts)]
+
+
+_EXIT_ORDER = ("failed", "stopped", "ended", "completed")
+"""Which node's exit stands for the job's: a failure first, then a stop."""
+
+
+def job_meta(job_id: str, metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A job's nodes' meta.json as one run's: started with its first node, ended with its
+    last (and only once every node has), its price the sum of its nodes' (unknown if one
+    is), its instance type where all nodes share one, its exit the worst of its nodes'."""
+    if not metas:
+        raise ValueError(f"no session of job {job_id}")
+    first = dict(metas[0])
+    ended = [m.get("ended_at") for m in metas]
+    prices = [(m.get("price") or {}).get("usd_per_hour") for m in metas]
+    types = {(m.get("instance") or {}).get("type") for m in metas}
+    exits = [m.get("exit") for m in metas]
+    job_exit = None
+    if all(isinstance(e, Mapping) for e in exits):
+        job_exit = min(exits, key=lambda e: _exit_rank(e))  # type: ignore[arg-type]
+    return {
+        **first, "id": job_id, "name": f"job {job_id}",
+        "started_at": min((m["started_at"] for m in metas if m.get("started_at")),
+                          default=None),
+        "ended_at": None if None in ended else max(ended),
+        "exit": job_exit,
+        "instance": {"type": types.pop()} if len(types) == 1 else None,
+        "price": {"usd_per_hour": sum(prices), "as_of": (first.get("price") or {}).get("as_of"),
+                  "source": f"{len(metas)} nodes x "
+                  f"{(first.get('price') or {}).get('source') or 'price'}"}
+        if all(_is_number(p) for p in prices) else
+        {"note": "no price: " + ", ".join(
+            f"{node_of(m) or '?'} has none" for m, p in zip(metas, prices, strict=True)
+            if not _is_number(p))},
+        "records_alerts": all(m.get("records_alerts") for m in metas),
+        "job": {**(first.get("job") or {}), "id": job_id, "nodes": len(metas)},
+    }
+
+
+def _exit_rank(exit_info: Mapping[str, Any]) -> int:
+    reason = str(exit_info.get("reason") or "")
+    state = reason if reason in _EXIT_ORDER else "failed"
+    return _EXIT_ORDER.index(state)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value

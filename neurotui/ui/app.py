@@ -45,6 +45,7 @@ from neurotui.ui.themes import DARK, LIGHT, THEMES
 # app's start-up) load when a session is bound, not with the app: the home screen, which has
 # none yet, draws its first frame without them.
 if TYPE_CHECKING:
+    from neurotui.live.joblogs import JobLogFollower
     from neurotui.live.model import DashboardModel, DashboardState
     from neurotui.session.status import SessionStatus
     from neurotui.ui.screens.dashboard import DashboardScreen
@@ -108,6 +109,8 @@ class DashboardApp(App[int]):
         self._dashboard: DashboardScreen | None = None
         self.following = False
         """Whether a session is bound: its attributes below are set only then."""
+        self.job: str | None = None
+        """The id of the job of many nodes bound (bind_job); None: one session."""
         if session_dir is not None:
             self.bind_session(session_dir, clock=clock, model=model, status=status)
         for t in THEMES:
@@ -125,14 +128,30 @@ class DashboardApp(App[int]):
         from neurotui.session.reader import SessionReader
 
         self.session_dir = Path(session_dir)
+        self.job = None
         self.clock = clock or WallClock()
         self.model = model or DashboardModel(
             SessionReader(self.session_dir, telemetry_history=TELEMETRY_HISTORY), self.clock,
             status=status)
-        self.follower = ShownLogFollower(self.session_dir)
+        self.follower: ShownLogFollower | JobLogFollower = ShownLogFollower(self.session_dir)
         self.log_choice: LogChoice | None = None  # None: let the follower pick
         self.last_state: DashboardState | None = None
         self.following = True
+
+    def bind_job(self, root: Path, job_id: str, *, clock: Clock | None = None,
+                 throttle: bool = True) -> None:
+        """Follow a job of many nodes (every node's part under `root`) as one run;
+        `throttle` as DashboardModel's."""
+        from neurotui.live.joblogs import JobLogFollower
+        from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel
+        from neurotui.session.jobreader import JobReader
+
+        reader = JobReader(root, job_id, telemetry_history=TELEMETRY_HISTORY)
+        self.bind_session(reader.parts[0].dir, clock=clock,
+                          model=DashboardModel(reader, clock or WallClock(), throttle=throttle))
+        self.clock = self.model.clock
+        self.job = job_id
+        self.follower = JobLogFollower(lambda: self.model.reader)  # (a reset replaces it)
 
     def show_session(self, session_dir: Path) -> None:
         """Open a session's dashboard over the screen shown now (the home screen's Enter)."""
@@ -167,7 +186,7 @@ class DashboardApp(App[int]):
     def make_dashboard(self) -> DashboardScreen:
         from neurotui.ui.screens.dashboard import DashboardScreen
 
-        return DashboardScreen(id="dashboard")
+        return DashboardScreen(id="dashboard", job=self.job is not None)
 
     @property
     def dashboard(self) -> DashboardScreen:
@@ -211,8 +230,9 @@ class DashboardApp(App[int]):
             # Over the compare screen, help or a prompt, `S` or `]` would act on a view out
             # of sight (and space or `g` are the other screen's own keys).
             return False
-        if action == "adopt" and not (  # only for a job running on without its supervisor
-                self.last_state is not None and self.last_state.header.status == "unsupervised"):
+        if action == "adopt" and (self.job is not None or not (  # only for a job running on
+                self.last_state is not None  # without its supervisor
+                and self.last_state.header.status == "unsupervised")):
             return False
         if action in self.control_actions and not self.control:
             return None  # greyed in the footer; on_key says why a press does nothing
@@ -441,6 +461,9 @@ class DashboardApp(App[int]):
     def _stop_worker(self) -> None:
         from neurotui.supervisor.direct_stop import stop_job
 
+        if self.job is not None:
+            self.post_message(JobActionAnswered(*self._stop_every_node()))
+            return
         try:
             answer = stop_job(self.session_dir, by="dashboard")
         except Exception as exc:  # a session folder gone, unreadable meta.json, ...
@@ -449,6 +472,25 @@ class DashboardApp(App[int]):
         message = ("stopped (no supervisor answered)" if answer.direct and answer.ok else
                    answer.message + ("; the dashboard shows when it ends" if answer.ok else ""))
         self.post_message(JobActionAnswered(answer.ok, message))
+
+    def _stop_every_node(self) -> tuple[bool, str]:
+        """A job of many nodes: a stop request in each running node's folder, which its own
+        supervisor takes (as `neurotui stop JOB`)."""
+        from neurotui.session.status import session_status
+        from neurotui.supervisor.requests import post_request
+
+        reader = self.model.reader
+        asked = []
+        for part in getattr(reader, "parts", ()):
+            if session_status(part.dir).running:
+                try:
+                    post_request(part.dir, "stop", by="dashboard")
+                except OSError as exc:
+                    return False, f"could not ask {part.name} to stop: {exc}"
+                asked.append(part.name)
+        if not asked:
+            return False, "no node of the job is running"
+        return True, f"asked {', '.join(asked)} to stop; the dashboard shows when they end"
 
     def action_adopt(self) -> None:
         if self.refuse_control():
@@ -518,7 +560,7 @@ def after_run(app: DashboardApp, code: object) -> int:
     state = app.last_state if app.following and not getattr(app, "replaying", False) \
         else None
     if state is not None and state.header.running:
-        name = app.session_dir.name
+        name = app.job or app.session_dir.name
         print(f"neurotui: dashboard closed; training goes on. `neurotui attach {name}` "
               f"follows it again, `neurotui stop {name}` stops it.", file=sys.stderr)
     if app.return_code not in (0, None):

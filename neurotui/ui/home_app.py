@@ -118,12 +118,16 @@ class NeurotuiApp(ReplayApp):
 
 def run_app(root: Path, session_dir: Path | None = None, *, replay: bool = False,
             interval_s: float | None = None, ascii_mode: bool | None = None,
-            theme: str | None = None, **replay_options: object) -> int:
-    """The home screen (or `session_dir`'s dashboard, or its replay, first) until the user
-    quits; returns as run_dashboard does. Blocking."""
+            theme: str | None = None, job: str | None = None,
+            **replay_options: object) -> int:
+    """The home screen (or `session_dir`'s dashboard, or its replay, or job `job`'s
+    dashboard, first) until the user quits; returns as run_dashboard does. Blocking."""
     try:
         app = NeurotuiApp(root, session_dir, replay=replay, interval_s=interval_s,
                           ascii_mode=ascii_mode, theme=theme, **replay_options)
+        if job is not None:
+            app.bind_job(root, job)
+            app.first_session = app.session_dir
     except SessionFormatError as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2

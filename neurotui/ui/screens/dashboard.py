@@ -14,6 +14,7 @@ from neurotui.ui.widgets.alerts import AlertsPanel
 from neurotui.ui.widgets.header import SessionHeader
 from neurotui.ui.widgets.host import HostPanel
 from neurotui.ui.widgets.logs import LogPanel
+from neurotui.ui.widgets.nodes import NodesPanel
 from neurotui.ui.widgets.panel import Panel
 from neurotui.ui.widgets.processes import ProcessesPanel
 from neurotui.ui.widgets.throughput import ThroughputPanel
@@ -24,13 +25,15 @@ class DashboardScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
 
-    def __init__(self, *, bar: Widget | None = None, replay: bool = False,
+    def __init__(self, *, bar: Widget | None = None, replay: bool = False, job: bool = False,
                  id: str | None = None) -> None:
         """`bar`: a line above the footer (the replay's controls); `replay`: the header says
-        that quitting ends a replay, not that training goes on."""
+        that quitting ends a replay, not that training goes on; `job`: a job of many nodes,
+        with a row per node (the machine panels show the node in focus)."""
         super().__init__(id=id)
         self.bar = bar
         self.replay = replay
+        self.job = job
 
     def compose(self) -> ComposeResult:
         yield SessionHeader(replay=self.replay)
@@ -40,6 +43,8 @@ class DashboardScreen(Screen[None]):
         with Horizontal(id="middle"):
             yield HostPanel(id="host")
             yield ProcessesPanel(id="processes")
+        if self.job:
+            yield NodesPanel(id="nodes")
         yield AlertsPanel(id="alerts")
         yield LogPanel()
         if self.bar is not None:
@@ -53,6 +58,13 @@ class DashboardScreen(Screen[None]):
         self.query_one(HostPanel).show(state.host)
         self.query_one(ProcessesPanel).show(state.procs)
         self.query_one(AlertsPanel).show((state.alerts, state.problems))
+        if state.nodes is not None and self.job:
+            self.query_one(NodesPanel).show(state.nodes)
+            # The machine panels are one node's: their titles say which.
+            for panel in self.query("#accelerator, #host, #processes").results(Panel):
+                if panel.node != state.nodes.focus:
+                    panel.node = state.nodes.focus
+                    panel.retitle()
 
     def redraw(self) -> None:
         """Repaint every panel (a display setting changed, not the data)."""

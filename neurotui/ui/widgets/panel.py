@@ -71,6 +71,9 @@ class Panel(Widget, can_focus=True):
         super().__init__(id=id)
         self.state: Any = None
         self.border_title = self.TITLE
+        self.node: str | None = None
+        """The node of a job of many nodes whose figures this panel shows (named in its
+        title); None: a run of one node."""
 
     def show(self, state: Any) -> None:
         if state != self.state:
@@ -81,6 +84,8 @@ class Panel(Widget, can_focus=True):
     def retitle(self) -> None:
         """Set the border's title for the state shown (a display setting may change it)."""
         title = self.TITLE if self.state is None else self.title(self.state)
+        if self.node is not None:
+            title = f"{title} · node {self.node}"
         if title != self.border_title:  # (each assignment repaints the widget)
             self.border_title = title
 
