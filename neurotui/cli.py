@@ -460,15 +460,20 @@ def cmd_attach(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, root: Path) -> int:
-    session_dir = find_session(root, args.session)
-    load_meta(session_dir)  # a clear error now for a folder that is not a session
-    take_leftovers_of_lost(session_dir, session_status(session_dir).state)
+    job = args.session if args.session and job_parts(root, args.session) else None
+    if job is None:
+        session_dir = find_session(root, args.session)
+        load_meta(session_dir)  # a clear error now for a folder that is not a session
+        take_leftovers_of_lost(session_dir, session_status(session_dir).state)
     if not on_a_terminal():
         print("neurotui: replay needs a terminal; `neurotui compare` and `neurotui export` "
               "work without one", file=sys.stderr)
         return 2
     from neurotui.ui.home_app import run_app
 
+    if job is not None:  # every node's part, on one cursor
+        return run_app(root, job=job, replay=True, speed=args.speed, at=args.at,
+                       paused=args.paused, **display_settings(args))
     return run_app(session_dir.parent, session_dir, replay=True, speed=args.speed, at=args.at,
                    paused=args.paused, **display_settings(args))
 

@@ -25,18 +25,30 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from neurotui import fmt, metrics, recorded
+from neurotui.defaults import DEFAULT_WARMUP_STEPS
 from neurotui.fmt import format_value  # (compare.format_value: the table's cells)
 from neurotui.metrics.breakdown import phase_order, steady_phase_medians
+from neurotui.metrics.common import floats, has_rows, missing, numbers
+from neurotui.metrics.steady import (  # the batch form's own rule, taken node by node
+    _steady_state,
+    _sums_by_rank,
+    overlaps_compile,
+    steady_step_time_without_data,
+)
+from neurotui.metrics.steptime import past_warmup, with_step_time
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
-from neurotui.session.reader import SessionReader
+from neurotui.session.columns import Columns
+from neurotui.session.reader import STEP_SOURCES, SessionReader
 from neurotui.session.status import session_status
 from neurotui.summary import summarize
+
+if TYPE_CHECKING:  # pandas only where a table is made: a job's figures need none
+    import pandas as pd
 
 MISSING = "n/a"
 _RUNNING_STATES = frozenset({"running", "unsupervised", "starting"})
@@ -115,6 +127,8 @@ class LoadedSession:
     """The id of the job of many nodes this stands for (load_job); None: one session."""
     nodes: list[NodePart] = field(default_factory=list)
     """A job's nodes, each with its state and when it was last heard from."""
+    parts: list[LoadedSession] = field(default_factory=list)
+    """A job's nodes' sessions (LoadedJob)."""
 
     @property
     def name(self) -> str:
@@ -135,12 +149,16 @@ class NodePart:
     last_seen: float | None
 
 
-def load_job(job_id: str, parts: Sequence[Path]) -> LoadedSession:
+def load_job(job_id: str, parts: Sequence[Path]) -> LoadedJob:
     """A job of many nodes as one run: its nodes' sessions read and put together. The ranks
     are the job's global ranks in every part (FORMAT.md, meta.json `job`), so the steps of
     all parts are the job's steps: its throughput is the sum of its nodes'. Its price is the
-    sum of its nodes' (unknown if one is), its cost that price over the job's time."""
-    loaded = [load_session(path) for path in parts]
+    sum of its nodes' (unknown if one is), its cost that price over the job's time.
+
+    The parts' steps stay numpy columns, one table per node: the job's figures are worked
+    out node by node (job_figures), never over one table of every node's rows (a day of 64
+    nodes x 32 ranks is millions of them)."""
+    loaded = [_load_part(path) for path in parts]
     if not loaded:
         raise ValueError(f"no session of job {job_id}")
     metas = [part.meta for part in loaded]
@@ -161,12 +179,9 @@ def load_job(job_id: str, parts: Sequence[Path]) -> LoadedSession:
                       part.state, part.last_seen) for part in loaded]
     states = {part.state for part in loaded}
     seen = [part.last_seen for part in loaded if part.last_seen is not None]
-    return LoadedSession(
-        path=loaded[0].path.parent / job_id, meta=meta,
-        steps=_concat_in_time([part.steps for part in loaded]),
-        compiles=_concat_in_time([part.compiles for part in loaded]),
-        phases=_concat_in_time([part.phases for part in loaded]),
-        probe_info=[i for part in loaded for i in part.probe_info],
+    return LoadedJob(
+        path=loaded[0].path.parent / job_id, meta=meta, steps=None, compiles=None,
+        phases=None, probe_info=[i for part in loaded for i in part.probe_info],
         samples_from=set().union(*(part.samples_from for part in loaded)),
         problems="; ".join(f"{part.name}: {part.problems}" for part in loaded
                            if part.problems) or None,
@@ -175,16 +190,233 @@ def load_job(job_id: str, parts: Sequence[Path]) -> LoadedSession:
         last_seen=max(seen) if seen else None,
         alerts=[a for part in loaded for a in part.alerts],
         lost=[x for part in loaded for x in part.lost],
-        job=job_id, nodes=nodes)
+        job=job_id, nodes=nodes, parts=loaded)
+
+
+def _load_part(path: Path) -> LoadedSession:
+    """load_session's read of one node's part, its tables as the reader's numpy columns
+    (steps, phase rows; compile events as t and rank): no DataFrame of a million rows."""
+    reader = SessionReader(path, telemetry_history=1).load()
+    steps = reader.step_columns()
+    times = [float(bucket[-1]["t"]) for bucket in reader.events.values() if bucket]
+    if len(steps):
+        times.append(float(np.nanmax(floats(steps["t"]))))
+    return LoadedSession(path=Path(path), meta=reader.meta, steps=steps,  # type: ignore[arg-type]
+                         compiles=Columns.of_records(  # type: ignore[arg-type]
+                             reader.events.get("compile", ()), ("t", "rank")),
+                         phases=reader.phase_columns(),  # type: ignore[arg-type]
+                         probe_info=list(reader.events.get("probe_info", ())),
+                         samples_from=set(reader.samples_from),
+                         problems=reader.problems.summary(),
+                         state=session_status(path).state,
+                         last_seen=max(times) if times else None,
+                         alerts=list(reader.events.get("alert", ())),
+                         lost=list(reader.events.get("lost", ())))
+
+
+class LoadedJob(LoadedSession):
+    """load_job's job: `parts` holds its nodes' sessions, their tables as numpy columns.
+    `steps`, `compiles` and `phases`, every node's rows in one DataFrame in time order, are
+    put together only when asked for (throughput_overlay): compare's row does not need them.
+    """
+
+    parts: list[LoadedSession]
+
+    def __init__(self, *, parts: list[LoadedSession], **fields: Any) -> None:
+        self._tables: dict[str, pd.DataFrame] = {}
+        super().__init__(**fields)
+        self.parts = parts
+
+    def _table(self, what: str) -> pd.DataFrame:
+        if what not in self._tables:
+            frames = [getattr(p, what) for p in self.parts]
+            self._tables[what] = _concat_in_time(
+                [f.to_frame({"src": STEP_SOURCES} if what == "steps" else None)
+                 if isinstance(f, Columns) else f for f in frames])
+        return self._tables[what]
+
+    steps = property(lambda self: self._table("steps"),  # type: ignore[assignment]
+                     lambda self, value: None)
+    compiles = property(lambda self: self._table("compiles"),  # type: ignore[assignment]
+                        lambda self, value: None)
+    phases = property(lambda self: self._table("phases"),  # type: ignore[assignment]
+                      lambda self, value: None)
 
 
 def _concat_in_time(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    import pandas as pd
+
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame()
     joined = pd.concat(frames, ignore_index=True)
     return joined.sort_values("t", kind="stable", ignore_index=True) \
         if "t" in joined.columns else joined
+
+
+def job_figures(job: LoadedJob, now: float | None = None,
+                dataset_size: float | None = None,
+                warmup_steps: int = DEFAULT_WARMUP_STEPS
+                ) -> tuple[dict[str, Any], int | float | None, dict[str, float]]:
+    """summarize()'s figures of a job (those a comparison row shows), its global batch and
+    its steady phase medians, as over one table of all its nodes' steps, worked out node
+    by node: each rank's rows are on one node (an attempt's), so step times, warm-up and
+    compile hits (against every node's compile events, as over one table) are the node's
+    own; the steady rule is applied job-wide (compile-hit steps left out unless that leaves
+    none anywhere), and the statistics are taken over the steady steps of all nodes
+    together. Phase medians recompute step times from the steady rows: exact where steps
+    report their `dt` (those of the probe and the automatic probe, which report phases)."""
+    meta = job.meta
+    parts = [p.steps for p in job.parts if len(p.steps)]
+    compiles = Columns.concat([p.compiles for p in job.parts])
+    phases = Columns.concat([p.phases for p in job.parts])
+    started, ended = meta.get("started_at"), meta.get("ended_at")
+    end = ended if ended is not None else now
+    price = (meta.get("price") or {}).get("usd_per_hour")
+    # Only what the figures read: sorting a part's rows moves every column it has.
+    timed = [with_step_time(Columns({n: s[n] for n in _TIMED if n in s})) for s in parts]
+    keep = [np.asarray(past_warmup(t, warmup_steps)) for t in timed]
+    if has_rows(compiles, "t") and any(k.any() for k in keep):
+        hits = [np.asarray(overlaps_compile(t, compiles)) for t in timed]
+        if not all(h[k].all() for h, k in zip(hits, keep, strict=True)):
+            keep = [k & ~h for k, h in zip(keep, hits, strict=True)]
+    keep = [k & ~np.isnan(floats(t["step_time"])) for t, k in zip(timed, keep, strict=True)]
+    # As steady_state over one table: each rank's rows lie in runs, now one after another.
+    times = _joined([floats(t["step_time"])[k] for t, k in zip(timed, keep, strict=True)])
+    rank = _joined([numbers(t["rank"])[k] for t, k in zip(timed, keep, strict=True)])
+    samples = _joined([floats(t["samples"])[k] for t, k in zip(timed, keep, strict=True)]) \
+        if all("samples" in t for t in timed) else None
+    steady = None
+    if len(times):
+        ranked = ~missing(rank)
+        steady = _steady_state(times, *_sums_by_rank(
+            rank[ranked], times[ranked], None if samples is None else samples[ranked]),
+            warmup_steps)
+    # The steady rows themselves, for the phase figures, where a node reported phases.
+    steady_rows = Columns.concat([
+        Columns({n: t[n] for n in _TIMED_ALL if n in t}).rows(k)
+        for t, k in zip(timed, keep, strict=True)]) if has_rows(phases, "t", "rank") \
+        else Columns()
+    rate = steady.samples_per_s if steady else None
+    samples = float(sum(metrics.total_samples(t, timed=True) for t in timed)) \
+        if parts else None
+    cost = metrics.cost_so_far(price, started, end, ended)
+    first_t = min((float(np.nanmin(floats(s["t"]))) for s in parts), default=None)
+    size = metrics.finite_or_none(dataset_size if dataset_size is not None else
+                                  (meta.get("config") or {}).get("dataset_size"))
+    epoch = metrics.per_epoch(size, rate, price)
+    # Distinct ranks: those where a with_step_time table's rank changes (it is sorted by it).
+    changes = (floats(t["rank"]) for t in timed)
+    ranks = [np.unique(r[np.r_[True, r[1:] != r[:-1]]]) for r in changes]
+    ranks = [r[~np.isnan(r)] for r in ranks]
+    figures = {
+        "ranks": len(np.unique(np.concatenate(ranks))) if ranks else 0,
+        "time_to_first_step_s": first_t - float(started)
+        if first_t is not None and started else None,
+        "steady_samples_per_s": rate,
+        "step_time_median_s": steady.step_time_median if steady else None,
+        "step_time_p90_s": steady.step_time_p90 if steady else None,
+        "step_time_without_data_s": steady_step_time_without_data(
+            steady_rows, phases, 0, None, timed=True) if len(steady_rows) else None,
+        "step_source": metrics.step_sources(
+            set().union(*(metrics.steps_sources(s, STEP_SOURCES) for s in parts)),
+            job.probe_info, job.samples_from),
+        "usd_per_hour": price,
+        "samples_per_dollar_steady": metrics.samples_per_dollar(rate, price),
+        "samples_per_dollar_all_in": metrics.all_in_samples_per_dollar(samples, cost),
+        "dataset_size": size,
+        "epoch_s": epoch.remaining_s if epoch else None,
+        "usd_per_epoch": epoch.remaining_usd if epoch else None,
+    }
+    medians = steady_phase_medians(steady_rows, phases, None, 0) if len(steady_rows) else {}
+    return figures, _global_batch_of_parts(timed), medians
+
+
+_TIMED = ("t", "rank", "step", "attempt", "dt", "samples")
+"""The step columns the figures read (not `loss`, nor `src`: steps_sources reads the part)."""
+_TIMED_ALL = (*_TIMED, "step_time")
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0)
+
+
+def _global_batch_of_parts(timed: Sequence[Columns]) -> int | float | None:
+    """global_batch() over the parts' with_step_time tables taken together: each rank's
+    median samples per step (NaN left out, as pandas' median) in the job's latest attempt,
+    summed."""
+    if not timed:
+        return None
+    attempts = [numbers(t["attempt"]).astype(float) for t in timed]
+    latest = max(float(np.nanmax(a)) for a in attempts)
+    total, counted = 0.0, 0
+    for steps, attempt in zip(timed, attempts, strict=True):
+        mine = attempt == latest
+        rank, samples = floats(steps["rank"])[mine], floats(steps["samples"])[mine]
+        ranked = ~np.isnan(rank)
+        rank, samples = rank[ranked], samples[ranked]
+        if not len(rank):
+            continue
+        firsts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])  # rank-sorted runs
+        if len(np.unique(rank[firsts])) < len(firsts):  # not grouped by rank: group them
+            order = np.argsort(rank, kind="stable")
+            rank, samples = rank[order], samples[order]
+            firsts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
+        known = np.add.reduceat(~np.isnan(samples), firsts)
+        if (known == 0).any():
+            return None  # a rank that never reports its samples
+        with np.errstate(invalid="ignore"):
+            low = np.fmin.reduceat(samples, firsts)
+            same = low == np.fmax.reduceat(samples, firsts)
+        medians = low.copy()  # each rank's median: its one value, as a rule
+        for i in np.flatnonzero(~same):
+            end = firsts[i + 1] if i + 1 < len(firsts) else len(samples)
+            medians[i] = np.nanmedian(samples[firsts[i]:end])
+        total += float(medians.sum())
+        counted += len(firsts)
+    if not counted or total <= 0:
+        return None
+    return int(total) if total.is_integer() else total
+
+
+_TIMED = ("t", "rank", "step", "attempt", "dt", "samples")
+"""The step columns the figures read (not `loss`, nor `src`: steps_sources reads the part)."""
+_TIMED_ALL = (*_TIMED, "step_time")
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0)
+
+
+def _global_batch_of_parts(parts: Sequence[Columns]) -> int | float | None:
+    """global_batch() over the parts' steps taken together: each rank's median samples per
+    step (NaN left out, as pandas' median) in the job's latest attempt, summed."""
+    if not parts:
+        return None
+    attempts = [numbers(s["attempt"]) for s in parts]
+    latest = max(float(np.nanmax(a.astype(float))) for a in attempts)
+    total = 0.0
+    counted = 0
+    for steps, attempt in zip(parts, attempts, strict=True):
+        mine = attempt == latest
+        rank, samples = floats(steps["rank"])[mine], floats(steps["samples"])[mine]
+        ranked = ~np.isnan(rank)
+        rank, samples = rank[ranked], samples[ranked]
+        if not len(rank):
+            continue
+        order = np.lexsort((samples, rank))  # each rank's samples ascending, NaN last
+        rank, samples = rank[order], samples[order]
+        firsts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
+        known = np.add.reduceat(~np.isnan(samples), firsts)
+        if (known == 0).any():
+            return None  # a rank that never reports its samples
+        low = samples[firsts + (known - 1) // 2]
+        high = samples[firsts + known // 2]
+        total += float(((low + high) / 2).sum())
+        counted += len(firsts)
+    if not counted or total <= 0:
+        return None
+    return int(total) if total.is_integer() else total
 
 
 def phase_key(name: str) -> str:
@@ -253,6 +485,8 @@ def dataloader_workers(meta: dict[str, Any]) -> int | None:
 def global_batch(steps: pd.DataFrame) -> int | float | None:
     """Samples per step of the whole job: each rank's median samples per step, summed over
     the ranks of the latest attempt. None when a rank does not report its samples."""
+    import pandas as pd
+
     if not len(steps):
         return None
     latest = steps[steps["attempt"] == steps["attempt"].max()]
@@ -291,13 +525,17 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         # Running: up to now. Ended without an end record (lost): up to its last record,
         # not to now, or its bill would grow for ever.
         end = (time.time() if now is None else now) if session.running else session.last_seen
-    figures = summarize(meta, session.steps, session.compiles, now=end, phases=session.phases,
-                        probe_info=session.probe_info, samples_from=session.samples_from,
-                        dataset_size=dataset_size)
+    if isinstance(session, LoadedJob):
+        figures, batch, phases = job_figures(session, now=end, dataset_size=dataset_size)
+    else:
+        figures = summarize(meta, session.steps, session.compiles, now=end,
+                            phases=session.phases, probe_info=session.probe_info,
+                            samples_from=session.samples_from, dataset_size=dataset_size)
+        batch = global_batch(session.steps)
+        phases = steady_phase_medians(session.steps, session.phases, session.compiles)
     instance_type = (meta.get("instance") or {}).get("type")
     accelerator, cores_available = instance_figures(instance_type, table)
     episodes = recorded.alert_episodes(session.alerts)
-    phases = steady_phase_medians(session.steps, session.phases, session.compiles)
     return {
         "session": session.meta["name"] if session.job else session.name,
         "state": session.state,
@@ -307,7 +545,7 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "instance_type": instance_type,
         "accelerator": accelerator,
         "cores_used": figures["ranks"] or None,
-        "global_batch": global_batch(session.steps),
+        "global_batch": batch,
         "workers": dataloader_workers(meta),
         "time_to_first_step_s": figures["time_to_first_step_s"],
         "step_time_median_s": figures["step_time_median_s"],
@@ -362,6 +600,8 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 def rows_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The rows as a DataFrame: text columns, Int64 counts (<NA> when missing) and float64
     figures (NaN when missing); one row per session, in order."""
+    import pandas as pd
+
     keys = [c.key for c in table_columns(rows)] + list(EXTRA_KEYS)
     df = pd.DataFrame([{k: row.get(k) for k in keys} for row in rows], columns=keys)
     for key in keys:
@@ -399,6 +639,8 @@ def throughput_overlay(sessions: Sequence[Path | LoadedSession],
     OVERLAY_POINTS points on the longest run), so the curves compare. Compile time shows as
     0 samples/s at the start of each curve.
     """
+    import pandas as pd
+
     loaded = [s if isinstance(s, LoadedSession) else load_session(s) for s in sessions]
     spans = []
     for s in loaded:

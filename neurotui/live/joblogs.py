@@ -51,6 +51,10 @@ class JobLogFollower:
         moved = follower is None or follower.session_dir != part.dir
         if follower is None or moved:
             follower = self._follower = ShownLogFollower(part.dir, self.rescan_s)
+        if limits is not None:  # a replay's: each node's files under its folder's name
+            prefix = f"{part.dir.name}/"
+            limits = {k.removeprefix(prefix): v for k, v in limits.items()
+                      if k.startswith(prefix)}
         lines, reset = follower.poll(local_choice, now, limits)
         reset = reset or moved or choice != self.choice
         self.choice, self.path = choice, follower.path

@@ -57,10 +57,9 @@ class NodesState:
 
 
 def nodes_state(reader: JobReader, steps: StepState,
-                medians: Mapping[int, tuple[float, int]], view_now: float,
-                wall_now: float | None = None) -> NodesState:
+                medians: Mapping[int, tuple[float, int]], view_now: float) -> NodesState:
     """Every node's row at `view_now` (the statuses are the reader's, a few seconds old)."""
-    wall_now = time.time() if wall_now is None else wall_now
+    wall_now = time.time() if reader.live else view_now  # (a replay: its cursor)
     focus = reader.focused().name
     rows = []
     for part in reader.parts:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,10 +30,18 @@ from neurotui.session import layout
 from neurotui.session.columns import Columns
 from neurotui.session.jobs import job_meta, job_of, node_of
 from neurotui.session.meta import SessionFormatError, load_meta
-from neurotui.session.reader import DEFAULT_TELEMETRY_HISTORY, SessionReader, TakenSteps
+from neurotui.session.reader import (
+    DEFAULT_TELEMETRY_HISTORY,
+    LOG_OFFSETS,
+    SessionReader,
+    TakenSteps,
+)
 from neurotui.session.status import SessionStatus, session_status
 
-NODE_KINDS = frozenset({"host", "neuron", "gpu", "procs", "source_status"})
+if TYPE_CHECKING:
+    from neurotui.session.timeline import TimelineView
+
+NODE_KINDS = frozenset({"host", "neuron", "gpu", "procs", "source_status", LOG_OFFSETS})
 """Records of one machine: shown for the node in focus, never merged across nodes."""
 DISCOVER_EVERY_S = 5.0
 STATUS_EVERY_S = 5.0
@@ -45,7 +53,7 @@ class NodePart:
 
     name: str
     dir: Path
-    reader: SessionReader
+    reader: SessionReader | TimelineView
     ranks: set[int] = field(default_factory=set)
     """The job's ranks whose steps came from this part."""
     status: SessionStatus | None = None
@@ -61,7 +69,12 @@ class NodePart:
         return None
 
     def last_heard(self) -> float | None:
-        """When its supervisor last wrote (its events file's modification time)."""
+        """When its supervisor last wrote: its events file's modification time; in a replay,
+        its last telemetry sample up to the cursor."""
+        if not isinstance(self.reader, SessionReader):
+            times = [float(e["t"]) for kind in ("host", "procs")
+                     if (e := self.reader.last(kind)) is not None]
+            return max(times) if times else None
         try:
             return (self.dir / layout.EVENTS).stat().st_mtime
         except OSError:
@@ -84,20 +97,27 @@ class JobReader:
 
     def __init__(self, root: Path, job_id: str,
                  telemetry_history: int | None = DEFAULT_TELEMETRY_HISTORY, *,
-                 use_cache: bool = True, focus: str | None = None) -> None:
+                 use_cache: bool = True, focus: str | None = None,
+                 parts: Sequence[NodePart] | None = None) -> None:
+        """`parts`: these parts, read by readers of their own (a replay's timeline views),
+        and no others: the folder is not looked at for more."""
         self.root = Path(root)
         self.job_id = job_id
         self.telemetry_history = telemetry_history
         self.use_cache = use_cache
-        self.parts: list[NodePart] = []
+        self.parts: list[NodePart] = list(parts or ())
         self.focus = focus
         """The node whose telemetry `events` gives (None: the first node)."""
         self.problems = JobProblems(lambda: self.parts)
+        self._discovering = parts is None
+        self.live = True
+        """False for a replay's view: its nodes' last records are timed by its cursor."""
         self._seen: set[str] = set()
         self._listed_at = -math.inf
         self._merged: dict[str, tuple[tuple[int, ...], list[dict[str, Any]]]] = {}
         self._status_at = -math.inf
-        self._discover()
+        if self._discovering:
+            self._discover()
         if not self.parts:
             raise LookupError(f"no session of job {job_id} under {self.root}")
         self.meta: dict[str, Any] = job_meta(job_id, [p.reader.meta for p in self.parts])
@@ -141,7 +161,7 @@ class JobReader:
 
     # -- the reader interface ----------------------------------------------------------
     def poll(self, *, final: bool = False) -> int:
-        if time.monotonic() - self._listed_at >= DISCOVER_EVERY_S:
+        if self._discovering and time.monotonic() - self._listed_at >= DISCOVER_EVERY_S:
             self._discover()
         added = sum(p.reader.poll(final=final) for p in self.parts)
         self.meta = job_meta(self.job_id, [p.reader.meta for p in self.parts])
@@ -150,7 +170,7 @@ class JobReader:
     @property
     def first_read(self) -> tuple[int, int] | None:
         """(bytes read, bytes to read) over the parts still in their first read."""
-        reads = [r for p in self.parts if (r := p.reader.first_read) is not None]
+        reads = [r for p in self.parts if (r := getattr(p.reader, "first_read", None))]
         return (sum(r[0] for r in reads), sum(r[1] for r in reads)) if reads else None
 
     @property
@@ -208,19 +228,30 @@ class JobReader:
         """The job's state from its nodes': running while any node runs (a lost node is
         named in the detail); once none runs, the nodes' end states."""
         now = time.monotonic()
-        if now - self._status_at >= STATUS_EVERY_S or any(p.status is None for p in self.parts):
+        if now - self._status_at >= STATUS_EVERY_S or any(
+                p.status is None or (p.status.running and p.reader.meta.get("exit") is not None)
+                for p in self.parts):  # (asked again at once when a node's end is recorded)
             for part in self.parts:
-                part.status = session_status(part.dir)
+                part.status = self.part_status(part)
             self._status_at = now
-        states = [(p.name, p.status) for p in self.parts if p.status is not None]
-        running = [name for name, s in states if s.running]
-        others = [f"{name} {s.state}" for name, s in states if not s.running]
-        if running:
-            detail = f"{len(running)} of {len(states)} nodes running" + (
-                f"; {', '.join(others)}" if others else "")
-            return SessionStatus("running", True, detail)
-        ends = sorted({s.state for _, s in states})
-        return SessionStatus("/".join(ends), False, "; ".join(others))
+        return job_status(self.parts)
+
+    def part_status(self, part: NodePart) -> SessionStatus:
+        return session_status(part.dir)
+
+
+def job_status(parts: Sequence[NodePart]) -> SessionStatus:
+    """The job's state from its nodes' (each part's `status`): running while any node runs
+    (the others named in the detail); once none runs, the nodes' end states."""
+    states = [(p.name, p.status) for p in parts if p.status is not None]
+    running = [name for name, s in states if s.running]
+    others = [f"{name} {s.state}" for name, s in states if not s.running]
+    if running:
+        detail = f"{len(running)} of {len(states)} nodes running" + (
+            f"; {', '.join(others)}" if others else "")
+        return SessionStatus("running", True, detail)
+    ends = sorted({s.state for _, s in states})
+    return SessionStatus("/".join(ends), False, "; ".join(others) if len(ends) > 1 else "")
 
 
 def _in_time_order(table: Columns) -> Columns:

@@ -281,9 +281,10 @@ class DashboardApp(App[int]):
         if lines or reset:
             choice = self.follower.choice or LogChoice()
             path = self.follower.path
+            # (A job's logs are named from the sessions folder: the node's folder first.)
+            base = self.session_dir if self.job is None else self.session_dir.parent
             shown = None if path is None else (
-                str(path.relative_to(self.session_dir)) if path.is_relative_to(
-                    self.session_dir) else str(path))
+                str(path.relative_to(base)) if path.is_relative_to(base) else str(path))
             if path is not None and not path.exists():
                 shown = None
             self.post_message(LogLines(choice, lines, reset, shown))

@@ -126,7 +126,7 @@ def run_app(root: Path, session_dir: Path | None = None, *, replay: bool = False
         app = NeurotuiApp(root, session_dir, replay=replay, interval_s=interval_s,
                           ascii_mode=ascii_mode, theme=theme, **replay_options)
         if job is not None:
-            app.bind_job(root, job)
+            app.bind_job(root, job, replay=replay)
             app.first_session = app.session_dir
     except SessionFormatError as exc:
         print(f"neurotui: {exc}", file=sys.stderr)

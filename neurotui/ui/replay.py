@@ -32,6 +32,7 @@ from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE
 
 # As in app.py: the recording and the dashboard's modules load when a session is opened.
 if TYPE_CHECKING:
+    from neurotui.session.jobtimeline import JobTimeline, JobTimelineView
     from neurotui.session.status import SessionStatus
     from neurotui.session.timeline import Timeline, TimelineView
     from neurotui.ui.screens.dashboard import DashboardScreen
@@ -173,10 +174,17 @@ class ReplayApp(DashboardApp):
         super().bind_session(session_dir, **kwargs)
         self._no_recording()
 
+    def bind_job(self, root: Path, job_id: str, *, replay: bool = False,
+                 **kwargs: Any) -> None:
+        """A job of many nodes: followed live, or (`replay`) every node's recording on one
+        cursor."""
+        super().bind_job(root, job_id, **kwargs)
+        self.replaying = replay
+
     def _no_recording(self) -> None:
         """Nothing loaded yet: the poll worker loads the bound session's recording."""
-        self.timeline: Timeline | None = None
-        self.view: TimelineView | None = None
+        self.timeline: Timeline | JobTimeline | None = None
+        self.view: TimelineView | JobTimelineView | None = None
         self.replay_clock: ReplayClock | None = None
         self.open_error: str | None = None
         self.bar = ReplayBar()
@@ -197,7 +205,8 @@ class ReplayApp(DashboardApp):
             return super().make_dashboard()
         from neurotui.ui.screens.dashboard import DashboardScreen
 
-        return DashboardScreen(id="dashboard", bar=self.bar, replay=True)
+        return DashboardScreen(id="dashboard", bar=self.bar, replay=True,
+                               job=self.job is not None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if not self.replaying:
@@ -231,13 +240,16 @@ class ReplayApp(DashboardApp):
     def _open(self) -> bool:
         """Load the recording (once); on failure say why in the bar and stop trying."""
         from neurotui.live.model import DashboardModel
+        from neurotui.session.jobtimeline import JobTimeline
         from neurotui.session.timeline import Timeline
 
         if self.open_error is not None:
             return False
         session_dir = self.session_dir
         try:
-            timeline = Timeline(session_dir)
+            timeline: Timeline | JobTimeline = (
+                Timeline(session_dir) if self.job is None else
+                JobTimeline(self.model.reader.root, self.job))  # type: ignore[union-attr]
         except Exception as exc:
             self.open_error = f"cannot read the recording: {exc}"
             self.post_message(ReplayMoved(None, self.open_error))
@@ -258,8 +270,10 @@ class ReplayApp(DashboardApp):
             return timeline.status_at(clock.now())
 
         # throttle=False: each frame is the exact picture at its time, like the live view
-        # would have shown it (no CPU budget spreads work over frames).
-        self.model = DashboardModel(self.view, clock, status=status, throttle=False)
+        # would have shown it (no CPU budget spreads work over frames). A job's view says
+        # its nodes' states at its cursor itself.
+        self.model = DashboardModel(self.view, clock, throttle=False,
+                                    status=None if self.job is not None else status)
         if not self.start_paused:
             clock.play(True)
         return True
@@ -280,12 +294,13 @@ class ReplayApp(DashboardApp):
         timeline, view = self.timeline, self.view
         if timeline is None or view is None or not timeline.has_log_offsets:
             return None
+        from neurotui.session.jobtimeline import JobTimelineView
         from neurotui.session.reader import LOG_OFFSETS
 
-        last = view.last(LOG_OFFSETS)
-        files = last.get("files") if last else None
-        return {str(k): int(v) for k, v in files.items() if isinstance(v, int)} \
-            if isinstance(files, dict) else {}
+        if isinstance(view, JobTimelineView):  # each node's logs, under its folder's name
+            return {f"{p.dir.name}/{name}": at for p in view.parts
+                    for name, at in _written(p.reader.last(LOG_OFFSETS)).items()}
+        return _written(view.last(LOG_OFFSETS))
 
     def on_log_lines(self, message: LogLines) -> None:
         from neurotui.ui.widgets.logs import LogPanel
@@ -401,3 +416,10 @@ def run_replay(session_dir: Path, *, speed: float = 10.0, at: str | None = None,
                     ascii_mode=ascii_mode, theme=theme)
     app.run()
     return app.return_code or 0
+
+
+def _written(record: Mapping[str, Any] | None) -> dict[str, int]:
+    """How far each log had been written, from a `log_offsets` record."""
+    files = record.get("files") if record else None
+    return {str(k): int(v) for k, v in files.items() if isinstance(v, int)} \
+        if isinstance(files, dict) else {}

@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -126,6 +127,19 @@ def test_two_nodes_record_one_job_with_the_jobs_global_ranks(tmp_path: Path) -> 
         ranks = {int(r["rank"]) for r in rows if r["node"] == node}
         assert sorted(ranks) == meta(part)["job"]["global_ranks"]
 
+    # Followed as one run (what the dashboard shows, as text): the job's samples/s is its
+    # nodes' together, a line for each node.
+    attached = run_cli(sessions, "attach", "J", "--headless")
+    assert attached.returncode == 0, attached.stdout + attached.stderr
+    progress, nodes_line = [line for line in attached.stdout.splitlines()
+                            if "samples/s" in line][-2:]
+    assert "4 ranks" in progress and f"step {STEPS}" in progress
+    job_rate = float(re.search(r"\| ([\d.,]+) samples/s", progress)[1].replace(",", ""))
+    node_rates = [float(x.replace(",", "")) for x in
+                  re.findall(r"n[AB] completed 2 ranks ([\d.,]+) samples/s", nodes_line)]
+    assert len(node_rates) == 2 and job_rate == pytest.approx(sum(node_rates), rel=0.01)
+    assert "neurotui: job J: completed" in attached.stdout
+
     listing = run_cli(sessions, "ls")
     assert listing.returncode == 0
     assert "job J: 2 nodes" in listing.stdout
@@ -182,18 +196,39 @@ def test_a_node_killed_with_its_training_shows_as_lost(tmp_path: Path) -> None:
         assert job["nodes"] == 2
         assert "nB lost" in job["node_states"], job
         assert meta(node_a)["exit"] is not None  # node A recorded its own end
+        # Followed as one run, the lost node is shown lost, with its last record's age.
+        attached = run_cli(sessions, "attach", "K", "--headless")
+        assert re.search(r"nB lost 2 ranks .*last heard from [\d.]+m?s ago", attached.stdout), \
+            attached.stdout
+        assert re.search(r"neurotui: job K: \w+/lost .*nB lost", attached.stdout), \
+            attached.stdout
 
 
 def test_stopping_the_job_from_any_node_stops_every_nodes_part(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     with running_job(tmp_path, "S", 100_000) as nodes:
         both_stepping(nodes, sessions, "S", 5)
-        # Each node's supervisor takes the request from its own session folder.
-        done = run_cli(sessions, "stop", "S", "--wait", "60")
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "asked nA, nB to stop (job S)" in done.stdout
-        for proc in nodes:
-            proc.communicate(timeout=60)
+        # Followed live as one run from a third terminal, until the job ends.
+        out = tmp_path / "followed.txt"
+        follower = subprocess.Popen(
+            neurotui_argv(sessions, "attach", "S", "--headless", "--interval", "0.5"),
+            cwd=REPO, stdout=out.open("w"), stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_for(lambda: "nB running" in out.read_text(), 60, "the job's nodes followed")
+            # Each node's supervisor takes the request from its own session folder.
+            done = run_cli(sessions, "stop", "S", "--wait", "60")
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert "asked nA, nB to stop (job S)" in done.stdout
+            for proc in nodes:
+                proc.communicate(timeout=60)
+            follower.wait(timeout=60)
+        finally:
+            if follower.poll() is None:
+                follower.kill()
+        followed = out.read_text()
+        assert re.search(r"nA running 2 ranks [\d.,]+ samples/s .* \| nB running 2 ranks",
+                         followed), followed
+        assert "neurotui: job S: stopped" in followed, followed
         for part in parts_of(sessions, "S"):
             assert meta(part)["exit"]["reason"] == "stopped", meta(part)["exit"]
             requests = [e for e in map(json.loads, (part / "events.jsonl").read_text()

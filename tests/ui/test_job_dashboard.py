@@ -10,6 +10,7 @@ import pytest
 
 from neurotui.live.clock import FixedClock
 from neurotui.ui.app import DashboardApp
+from neurotui.ui.replay import ReplayApp
 from neurotui.ui.widgets.logs import LogPanel
 from neurotui.ui.widgets.nodes import NodesPanel
 from tests.ui.conftest import screen_text, settle
@@ -110,3 +111,24 @@ async def test_picking_a_rank_drills_into_its_node(job: Path) -> None:
 
 def _log(app: DashboardApp) -> str:
     return "\n".join(strip.text for strip in app.query_one(LogPanel).lines)
+
+
+async def test_replaying_the_job_moves_every_node_on_one_cursor(job: Path) -> None:
+    app = ReplayApp(None, paused=True, interval_s=3600.0, ascii_mode=False)
+    app.bind_job(job, "J", replay=True)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await settle(pilot)
+        state = app.last_state
+        assert state is not None and state.nodes is not None and state.header.step is None
+        assert [r.state for r in state.nodes.rows] == ["running", "running"]
+        await pilot.press("end")
+        await settle(pilot)
+        state = app.last_state
+        assert state is not None and state.nodes is not None
+        assert state.header.step == STEPS and state.ranks == (0, 1, 2, 3)
+        nodes = {r.name: r for r in state.nodes.rows}
+        assert (nodes["nA"].state, nodes["nB"].state) == ("completed", "lost")
+        assert nodes["nB"].slowest and "Nodes of job J: 2, 1 lost" in screen_text(app)
+        # The job's end is its last node's: nB's last step, after nA had ended.
+        assert app.timeline is not None
+        assert app.timeline.end == pytest.approx(T0 + 1 + STEPS * 0.12)
