@@ -44,6 +44,10 @@ Panels
               probe.step(phases=...)): median ms of the last 50 steady steps, the
               job and each rank, each phase's share over time, and the phase whose
               median grew >= 10% against the first steady steps (marked with ▲)
+  Nodes       (a job of many nodes: `neurotui attach JOB`) a row per node: state, ranks,
+              samples/s, median step (the slowest marked), accelerator and host
+              load, last heard from; [ ] pick a rank by the job's number and the
+              Accelerator, Host and Processes panels show its node
   Log         the chosen log's tail, shown literally (escapes appear as \\x1b...)
 
 Missing numbers are shown as n/a with the reason, never as zero.
