@@ -63,7 +63,7 @@ def nodes_state(reader: JobReader, steps: StepState,
     focus = reader.focused().name
     rows = []
     for part in reader.parts:
-        mine = [m for r, (m, _) in medians.items() if r in part.ranks]
+        mine = [medians[r][0] for r in part.ranks if r in medians]
         status = part.status
         heard = part.last_heard()
         accel_kind, accel = _accelerator(part)

@@ -196,9 +196,11 @@ class StepState:
         ranks only (a node's, of a job of many nodes)."""
         if not self.ranks:
             return None
+        mine = sorted(self.ranks) if ranks is None else sorted(r for r in ranks
+                                                               if r in self.ranks)
         return metrics.window_throughput(
             ((v.cols["t"], v.cols["samples_covered"], v.cols["step_time"], v.cols["samples"])
-             for r, v in sorted(self.latest().items()) if ranks is None or r in ranks),
+             for r in mine if (v := self.ranks[r]).attempt == self.latest_attempt),
             now, window_s)
 
     def rank_medians(self) -> dict[int, tuple[float, int]]:
