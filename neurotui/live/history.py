@@ -108,11 +108,13 @@ class RunHistory:
         idx = np.clip(self._indices(t[ok]), 0, self.max_buckets - 1)
         times = np.asarray(step_time, dtype=float)[ok]
         known = np.isfinite(times)
-        np.add.at(self._time_sum, idx[known], times[known])
-        np.add.at(self._time_n, idx[known], 1.0)
+        # bincount, not np.add.at: an attach takes in millions of rows at once.
+        n = self.max_buckets
+        self._time_sum += np.bincount(idx[known], times[known], minlength=n)
+        self._time_n += np.bincount(idx[known], minlength=n)
         np.maximum.at(self._max, idx[known], times[known])
         counted = np.nan_to_num(np.asarray(samples, dtype=float)[ok], nan=0.0)
-        np.add.at(self._samples, idx, counted)
+        self._samples += np.bincount(idx, counted, minlength=n)
         if past is not None:
             warm = known & ~np.asarray(past, dtype=bool)[ok]
             np.add.at(self._warm_sum, idx[warm], times[warm])

@@ -365,13 +365,14 @@ class DashboardModel:
             taken = self.reader.take_steps()
             if taken is None:  # a new reader has handed nothing out yet: cannot happen
                 return 0
-        self.steps.add(taken.steps, phases=taken.phases)
-        if len(taken.phases):
-            tail = taken.phases if self._phases_tail is None else Columns.concat(
-                [self._phases_tail, taken.phases])
-            # A copy: a slice would keep a first batch's whole phase table alive.
-            self._phases_tail = tail.tail(self.recent * 4)
-        return len(taken.steps)
+        for batch in taken.batches():  # (a job: a batch per node)
+            self.steps.add(batch.steps, phases=batch.phases)
+            if len(batch.phases):
+                tail = batch.phases if self._phases_tail is None else Columns.concat(
+                    [self._phases_tail, batch.phases])
+                # A copy: a slice would keep a first batch's whole phase table alive.
+                self._phases_tail = tail.tail(self.recent * 4)
+        return taken.rows
 
     def _session_status(self, now: float, over: bool) -> SessionStatus:
         """Asked every few seconds (it checks processes); at once when meta says it ended."""

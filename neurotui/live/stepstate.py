@@ -80,6 +80,7 @@ class StepState:
         self.latest_attempt = -1
         self.last_t = -math.inf
         self.last_loss: float | None = None
+        self._last_loss_t = -math.inf
         self.sources: set[str] = set()
         """The `src` of the rows taken (probe, auto, log): where the figures come from."""
 
@@ -99,9 +100,27 @@ class StepState:
         new = Columns.of(new)
         fresh = self._new_rows(new) if self.clock.carry else new
         self.late_rows += len(new) - len(fresh)
+        if not len(fresh):
+            return
+        known_loss = np.flatnonzero(np.isfinite(fresh.floats("loss")))
+        # The batch is in time order: its last loss is its newest (a job's nodes come in
+        # batches of their own: the newest of all of them is kept).
+        if len(known_loss) and (t_loss := float(fresh["t"][known_loss[-1]])) >= \
+                self._last_loss_t:
+            self.last_loss, self._last_loss_t = float(fresh.floats("loss")[known_loss[-1]]), \
+                t_loss
+        if self.history is None:
+            self.history = RunHistory(float(np.nanmin(fresh.floats("t"))))
         self.breakdown.stage(phases)
-        for start in range(0, len(fresh), chunk):
-            self._ingest(fresh.rows(slice(start, start + chunk)))
+        if len(fresh) <= chunk:
+            self._ingest(fresh)
+        else:
+            # A big batch (an attach) in chunks of whole ranks where it can: each chunk's
+            # work is per rank, and time-ordered chunks of a job of thousands of ranks would
+            # pass every rank in every chunk (120 k passes for 2,048 ranks and 6 M rows).
+            order = np.argsort(_group_key(fresh), kind="stable")
+            for start in range(0, len(fresh), chunk):
+                self._ingest(fresh.rows(order[start:start + chunk]))
         self.breakdown.stage(None)  # unclaimed phase rows (of rows left out) go
         self.rows += len(fresh)
 
@@ -112,33 +131,30 @@ class StepState:
         rank = df["rank"].astype(np.int64, copy=False)
         attempt = df["attempt"].astype(np.int64, copy=False)
         new = np.ones(len(df), dtype=bool)
-        for (a, r), carry in self.clock.carry.items():
-            mine = (rank == r) & (attempt == a)
-            if mine.any():
-                new[mine] = (t[mine] > carry.last_t) | (
-                    (t[mine] == carry.last_t) & (step[mine] > carry.last_step))
+        # The (attempt, rank) pairs of these rows, not every pair taken so far: a job's node
+        # brings 32 of its 2,048 ranks.
+        a0, r0 = int(attempt.min()), int(rank.min())
+        span = int(rank.max()) - r0 + 1
+        for pair in np.unique((attempt - a0) * span + (rank - r0)).tolist():
+            a, r = divmod(pair, span)
+            carry = self.clock.carry.get((a + a0, r + r0))
+            if carry is None:
+                continue
+            mine = (rank == r + r0) & (attempt == a + a0)
+            new[mine] = (t[mine] > carry.last_t) | (
+                (t[mine] == carry.last_t) & (step[mine] > carry.last_step))
         return df.rows(new)
 
     def _ingest(self, df: Columns) -> None:
         t = df.floats("t")
         rank = df["rank"].astype(np.int64, copy=False)
         attempt = df["attempt"].astype(np.int64, copy=False)
-        step, samples, dt, loss = (df.floats(name) for name in ("step", "samples", "dt", "loss"))
+        step, samples, dt = (df.floats(name) for name in ("step", "samples", "dt"))
         if "src" in df:
             self.sources.update(metrics.steps_sources(df, STEP_SOURCES))
-        known_loss = np.flatnonzero(np.isfinite(loss))
-        if len(known_loss):
-            self.last_loss = float(loss[known_loss[-1]])
         self.last_t = max(self.last_t, float(np.nanmax(t)))
-        if self.history is None:
-            self.history = RunHistory(float(np.nanmin(t)))
-        # Stable sort by (attempt, rank) keeps each rank's rows in time order. One key for
-        # the pair, in 16 bits where it fits: numpy sorts those by radix (an attach takes
-        # millions of rows at once).
-        low = int(rank.min())
-        key = (attempt - int(attempt.min())) * (int(rank.max()) - low + 1) + (rank - low)
-        if int(key.max()) < 1 << 16:
-            key = key.astype(np.uint16)
+        # Stable sort by (attempt, rank) keeps each rank's rows in time order.
+        key = _group_key(df)
         order = np.argsort(key, kind="stable")
         ordered = key[order]
         cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
@@ -229,3 +245,13 @@ class StepState:
             if keep.any():
                 out[rank] = {k: mine.cols[k][keep] for k in ("t", "step", "step_time")}
         return out
+
+
+def _group_key(df: Columns) -> np.ndarray:
+    """One sort key for each row's (attempt, rank), in 16 bits where it fits: numpy sorts
+    those by radix (an attach takes millions of rows at once)."""
+    rank = df["rank"].astype(np.int64, copy=False)
+    attempt = df["attempt"].astype(np.int64, copy=False)
+    low = int(rank.min())
+    key = (attempt - int(attempt.min())) * (int(rank.max()) - low + 1) + (rank - low)
+    return key.astype(np.uint16) if int(key.max()) < 1 << 16 else key

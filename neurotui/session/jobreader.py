@@ -20,7 +20,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 NODE_KINDS = frozenset({"host", "neuron", "gpu", "procs", "source_status", LOG_OFFSETS})
 """Records of one machine: shown for the node in focus, never merged across nodes."""
 DISCOVER_EVERY_S = 5.0
+OTHER_NODES_HISTORY = 2
+"""Telemetry samples kept per kind for the nodes out of focus at the start (each row shows
+its last): a node brought into focus fills its sparklines from then on."""
 STATUS_EVERY_S = 5.0
 
 
@@ -130,7 +133,7 @@ class JobReader:
             names = sorted(e.name for e in os.scandir(self.root) if e.is_dir())
         except OSError:
             return
-        found = False
+        found: list[tuple[str, Path]] = []
         for name in names:
             if name in self._seen:
                 continue
@@ -142,11 +145,18 @@ class JobReader:
             self._seen.add(name)
             if job_of(meta) != self.job_id:
                 continue
-            reader = SessionReader(path, self.telemetry_history, use_cache=self.use_cache)
-            self.parts.append(NodePart(node_of(meta) or name, path, reader))
-            found = True
-        if found:
-            self.parts.sort(key=lambda p: (p.name, p.dir.name))
+            found.append((node_of(meta) or name, path))
+        if not found:
+            return
+        # The node in focus shows its telemetry's recent past (sparklines, alerts); the
+        # others' rows need their last samples only, and a job may have a hundred nodes.
+        focus = self.focus or min([n for n, _ in found] + [p.name for p in self.parts])
+        for node, path in found:
+            history = self.telemetry_history if node == focus else min(
+                self.telemetry_history or OTHER_NODES_HISTORY, OTHER_NODES_HISTORY)
+            self.parts.append(NodePart(node, path, SessionReader(
+                path, history, use_cache=self.use_cache)))
+        self.parts.sort(key=lambda p: (p.name, p.dir.name))
 
     @property
     def dir(self) -> Path:
@@ -178,20 +188,22 @@ class JobReader:
         return set().union(*(p.reader.samples_from for p in self.parts))
 
     def take_steps(self) -> TakenSteps | None:
-        """Every part's new steps, in time order; None when any part dropped rows it had
-        handed out (the model then starts over with `reopened()`)."""
+        """Every part's new steps, a batch per node (TakenSteps.more: their ranks differ);
+        None when any part dropped rows it had handed out (the model then starts over with
+        `reopened()`)."""
         taken = [p.reader.take_steps() for p in self.parts]
         if any(t is None for t in taken):
             return None
-        steps, phases = [], []
+        batches = []
         for part, got in zip(self.parts, taken, strict=True):
             assert got is not None
             if len(got.steps):
                 part.ranks.update(np.unique(got.steps["rank"]).tolist())
-                steps.append(got.steps)
-            phases.append(got.phases)
-        return TakenSteps(_in_time_order(Columns.concat(steps)),
-                          _in_time_order(Columns.concat(phases)))
+            if len(got.steps) or len(got.phases):
+                batches.append(got)
+        if not batches:
+            return TakenSteps(Columns(), Columns())
+        return replace(batches[0], more=tuple(batches[1:]))
 
     def reopened(self) -> JobReader:
         reader = JobReader(self.root, self.job_id, self.telemetry_history,
@@ -253,11 +265,3 @@ def job_status(parts: Sequence[NodePart]) -> SessionStatus:
     ends = sorted({s.state for _, s in states})
     return SessionStatus("/".join(ends), False, "; ".join(others) if len(ends) > 1 else "")
 
-
-def _in_time_order(table: Columns) -> Columns:
-    if len(table) < 2 or "t" not in table:
-        return table
-    t = table["t"]
-    if bool(np.all(t[1:] >= t[:-1])):
-        return table
-    return table.rows(np.argsort(t, kind="stable"))

@@ -250,6 +250,16 @@ class TakenSteps:
     steps: Columns
     """The new step rows, in time order (the rows of earlier calls may be later than some)."""
     phases: Columns
+    more: tuple[TakenSteps, ...] = ()
+    """Further batches, each as these, of other ranks (a job's other nodes: each node's rows
+    are taken in on their own, without joining millions of rows into one table first)."""
+
+    def batches(self) -> tuple[TakenSteps, ...]:
+        return (self, *self.more)
+
+    @property
+    def rows(self) -> int:
+        return sum(len(batch.steps) for batch in self.batches())
 
 
 class SessionReader:
