@@ -38,6 +38,10 @@ class RankRecent:
 
     attempt: int
     cols: dict[str, np.ndarray] = field(default_factory=dict)
+    _median: tuple[float, int] | None = field(default=None, repr=False)
+    _median_known: bool = field(default=False, repr=False)
+    """The median step time worked out since the last rows came (a job of thousands of
+    ranks asks every frame; a rank gains rows every few seconds at most)."""
 
     def __len__(self) -> int:
         return len(self.cols["t"]) if self.cols else 0
@@ -47,6 +51,7 @@ class RankRecent:
             self.cols = {k: np.asarray(new[k])[-keep:].copy() for k in _FIELDS}
         else:
             self.cols = {k: np.concatenate([self.cols[k], new[k]])[-keep:] for k in _FIELDS}
+        self._median_known = False
 
     @property
     def last_t(self) -> float:
@@ -57,7 +62,11 @@ class RankRecent:
         return int(self.cols["step"][-1])
 
     def median_step_time(self) -> tuple[float, int] | None:
-        return metrics.rank_median(self.cols["step_time"], self.cols["past"].astype(bool))
+        if not self._median_known:
+            self._median = metrics.rank_median(self.cols["step_time"],
+                                               self.cols["past"].astype(bool))
+            self._median_known = True
+        return self._median
 
 
 class StepState:
@@ -81,6 +90,8 @@ class StepState:
         self.last_t = -math.inf
         self.last_loss: float | None = None
         self._last_loss_t = -math.inf
+        self._rates: dict[int, float | None] = {}
+        self._rates_key: tuple[float, float, int] | None = None
         self.sources: set[str] = set()
         """The `src` of the rows taken (probe, auto, log): where the figures come from."""
 
@@ -212,12 +223,22 @@ class StepState:
         ranks only (a node's, of a job of many nodes)."""
         if not self.ranks:
             return None
-        mine = sorted(self.ranks) if ranks is None else sorted(r for r in ranks
-                                                               if r in self.ranks)
-        return metrics.window_throughput(
-            ((v.cols["t"], v.cols["samples_covered"], v.cols["step_time"], v.cols["samples"])
-             for r in mine if (v := self.ranks[r]).attempt == self.latest_attempt),
-            now, window_s)
+        rates = self.rank_rates(now, window_s)
+        return metrics.total_rate(rates.values() if ranks is None else
+                                  (rates[r] for r in ranks if r in rates))
+
+    def rank_rates(self, now: float, window_s: float = metrics.DEFAULT_WINDOW_S
+                   ) -> dict[int, float | None]:
+        """metrics.window_rates of the latest attempt's ranks; worked out once a frame (the
+        job's figure and each node's share of it come from the same rates)."""
+        key = (now, window_s, self.rows)
+        if self._rates_key != key:
+            latest = self.latest()
+            self._rates = metrics.window_rates(
+                ((r, (v.cols["t"], v.cols["samples_covered"], v.cols["step_time"],
+                      v.cols["samples"])) for r, v in sorted(latest.items())), now, window_s)
+            self._rates_key = key
+        return self._rates
 
     def rank_medians(self) -> dict[int, tuple[float, int]]:
         out = {}

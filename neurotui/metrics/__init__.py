@@ -71,7 +71,9 @@ from neurotui.metrics.throughput import (
     current_throughput,
     latest_step,
     throughput_series,
+    total_rate,
     total_samples,
+    window_rates,
     window_throughput,
 )
 
@@ -118,7 +120,9 @@ __all__ = [
     "step_sources",
     "steps_sources",
     "throughput_series",
+    "total_rate",
     "total_samples",
+    "window_rates",
     "window_throughput",
     "with_step_time",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,7 @@ DEFAULT_BUCKET_S = 10.0
 DEFAULT_WINDOW_S = 30.0
 
 RankRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+K = TypeVar("K")
 """One rank's rows in time order: t, samples_covered, step_time, samples."""
 
 
@@ -54,19 +55,28 @@ def window_throughput(ranks: Iterable[RankRows], now: float,
     """Samples/s of the whole job over the last `window_s` seconds: each rank's rows (of the
     latest attempt) in (now - window_s, now] rated by `_rank_rate`, summed. 0.0 when no rank
     has a row in the window (a stall), None when no rank in it says its samples."""
-    total, counted, unknown = 0.0, 0, 0
-    for t, covered, step_time, samples in ranks:
+    return total_rate(window_rates(enumerate(ranks), now, window_s).values())
+
+
+def window_rates(ranks: Iterable[tuple[K, RankRows]], now: float,
+                 window_s: float = DEFAULT_WINDOW_S) -> dict[K, float | None]:
+    """Per rank with rows in the window, its samples/s (None: its samples are unknown), as
+    window_throughput rates it: the parts of a job (a node's ranks) add up to the whole."""
+    rates: dict[K, float | None] = {}
+    for key, (t, covered, step_time, samples) in ranks:
         inside = (t > now - window_s) & (t <= now)
-        if not inside.any():
-            continue
-        counted += 1
-        rate = _rank_rate(t[inside], covered[inside], step_time[inside], samples[inside], now)
-        if rate is None:
-            unknown += 1
-        else:
-            total += rate
-    # Steps in the window whose samples nobody knows: unknown, not 0 (0 is a stall).
-    return None if unknown and unknown == counted else total
+        if inside.any():
+            rates[key] = _rank_rate(t[inside], covered[inside], step_time[inside],
+                                    samples[inside], now)
+    return rates
+
+
+def total_rate(rates: Iterable[float | None]) -> float | None:
+    """window_rates summed: 0.0 when no rank has a row in the window (a stall), None when
+    none of those that have says its samples (unknown, not 0: 0 is a stall)."""
+    rates = list(rates)
+    known = [r for r in rates if r is not None]
+    return None if rates and not known else float(sum(known))
 
 
 def current_throughput(steps: pd.DataFrame, now: float,

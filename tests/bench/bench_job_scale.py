@@ -26,11 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -38,6 +40,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from itertools import accumulate
 from pathlib import Path
+
+import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -330,6 +334,119 @@ def measure_compare_without_caches(root: Path) -> float:
     return took
 
 
+# -- the dashboard of the job: first frame, and following it live ------------------------------
+
+FIRST_FRAME_TARGET_S = 1.0
+LIVE_CPU_TARGET = 3.0
+LIVE_RSS_TARGET_MB = 250.0
+
+
+def live_copy(root: Path, live: Path) -> list[Path]:
+    """The job copied, as if still running: no end in meta.json, its training process this
+    one (so each part reads as running without its supervisor). The caches stay: the copied
+    files only grow from here."""
+    shutil.copytree(root, live, ignore=shutil.ignore_patterns(MARKER))
+    me = psutil.Process()
+    parts = sorted(p for p in live.iterdir() if (p / "meta.json").exists())
+    for part in parts:
+        meta = json.loads((part / "meta.json").read_text())
+        for key in ("exit", "ended_at", "summary"):
+            meta.pop(key, None)
+        meta.update(job_pid=me.pid, job_create_time=me.create_time())
+        (part / "meta.json").write_text(json.dumps(meta, indent=2))
+    return parts
+
+
+class LiveWriter(threading.Thread):
+    """Goes on writing the job at its shape's rates: every rank a step record every step_s
+    seconds (spread over the interval), every node its telemetry every telemetry_s."""
+
+    def __init__(self, parts: list[Path], shape: Shape) -> None:
+        super().__init__(daemon=True)
+        self.parts, self.shape = parts, shape
+        self.stopped = threading.Event()
+        self.lines = 0
+
+    def run(self) -> None:
+        shape, n = self.shape, self.shape.ranks_per_node
+        ranks = [(part, node_rank * n + local) for node_rank, part in enumerate(self.parts)
+                 for local in range(n)]
+        step = int(shape.hours * 3600 // shape.step_s)
+        tick = shape.step_s / len(ranks)
+        next_telemetry = time.time()
+        i = 0
+        while not self.stopped.is_set():
+            part, rank = ranks[i % len(ranks)]
+            if i % len(ranks) == 0:
+                step += 1
+            with open(part / "probe" / f"rank-{rank}.jsonl", "a") as f:
+                f.write(f'{{"t":{time.time()!r},"kind":"step","rank":{rank},"step":{step},'
+                        f'"samples":16,"loss":2.0,"dt":{shape.step_s / 1.02},'
+                        f'"phases":null,"src":"probe","attempt":0}}\n')
+            self.lines += 1
+            if time.time() >= next_telemetry:
+                next_telemetry += shape.telemetry_s
+                now = time.time()
+                for part in self.parts:
+                    with open(part / "events.jsonl", "a") as f:
+                        f.write(f'{{"t": {now!r}, "kind": "host", "cpu": {[30.0] * shape.cpus},'
+                                f' "mem_used": {300 << 30}, "mem_total": {512 << 30}}}\n')
+                    self.lines += 1
+            i += 1
+            self.stopped.wait(tick)
+
+
+def measure_live_dashboard(root: Path, shape: Shape, window_s: float) -> bool:
+    """`neurotui attach JOB` in a terminal on a live copy of the job: seconds to its first
+    frame and to the first frame with the job's figures, then its CPU share of one core and
+    RSS following the job for `window_s` seconds."""
+    from tests.bench.bench_dashboard import Terminal, cpu_seconds
+
+    with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
+        started = time.perf_counter()
+        parts = live_copy(root, Path(tmp) / "sessions")
+        print(f"\nlive copy of the job made in {time.perf_counter() - started:.0f} s")
+        writer = LiveWriter(parts, shape)
+        writer.start()
+        argv = [sys.executable, "-m", "neurotui", "--sessions-dir", str(parts[0].parent),
+                "attach", JOB, "--no-adopt"]
+        term = Terminal(parts[0], 140, 44, argv=argv)
+        dash = psutil.Process(term.proc.pid)
+        peak, figures_s = 0, None
+        try:
+            deadline = time.monotonic() + 120
+            while figures_s is None and time.monotonic() < deadline:
+                peak = max(peak, dash.memory_info().rss)
+                with term._lock:
+                    shown = f"{shape.nodes} nodes".encode() in term.recent and \
+                        re.search(rb"step \d", term.recent)
+                if shown:
+                    figures_s = time.monotonic() - term.started
+                time.sleep(0.02)
+            time.sleep(10)  # settled: the first read's memory handed back
+            cpu0, t0 = cpu_seconds(dash), time.monotonic()
+            while time.monotonic() - t0 < window_s:
+                peak = max(peak, dash.memory_info().rss)
+                time.sleep(1.0)
+            cpu = 100 * (cpu_seconds(dash) - cpu0) / (time.monotonic() - t0)
+            rss = dash.memory_info().rss / 2**20
+        finally:
+            term.quit()
+            writer.stopped.set()
+            writer.join()
+    first = term.first_frame_s
+    print(f"attach {JOB} (the real app in a 140x44 terminal, a new process):")
+    print(f"  first frame {first:.2f} s" if first is not None else "  no frame drawn")
+    print("  first frame with the job's figures (its nodes, its step) "
+          + (f"{figures_s:.2f} s" if figures_s is not None else "not within 120 s")
+          + f" (target {FIRST_FRAME_TARGET_S:g} s); peak RSS {peak / 2**20:.0f} MB")
+    print(f"  following it live for {window_s:.0f} s ({writer.lines:,} lines written, "
+          f"{writer.lines / (window_s + 10):.0f}/s): {cpu:.2f}% of one core (target "
+          f"{LIVE_CPU_TARGET:g}%), RSS {rss:.0f} MB (target {LIVE_RSS_TARGET_MB:g} MB)")
+    return (figures_s is not None and figures_s <= FIRST_FRAME_TARGET_S
+            and cpu <= LIVE_CPU_TARGET and rss <= LIVE_RSS_TARGET_MB)
+
+
 def report_generated(totals: Totals, shape: Shape) -> None:
     records = totals.step_records + totals.telemetry_records + totals.other_records
     print(f"job {JOB}: {totals.parts} nodes x {shape.ranks_per_node} ranks, {shape.hours:g} h; "
@@ -356,6 +473,10 @@ def main() -> None:
     p.add_argument("--keep", action="store_true", help="leave the generated job in --dir")
     p.add_argument("--no-cache", action="store_true",
                    help="also compare with every part's cache set aside (slow)")
+    p.add_argument("--no-dashboard", action="store_true",
+                   help="leave out the dashboard's first frame and live following")
+    p.add_argument("--window", type=float, default=60.0,
+                   help="seconds the live dashboard's CPU is measured over")
     args = p.parse_args()
     if args.keep and not args.dir:
         p.error("--keep needs --dir")
@@ -381,9 +502,13 @@ def run_all(root: Path, shape: Shape, args: argparse.Namespace) -> None:
         shape.nodes * shape.ranks_per_node, row
     if args.no_cache:
         measure_compare_without_caches(root)
+    if not args.no_dashboard:
+        ok &= measure_live_dashboard(root, shape, args.window)
     print()
     print(table.out.split("\n\n")[0])
-    print(f"\ntargets: ls and compare of the job under {COMPARE_TARGET_S:.0f} s")
+    print(f"\ntargets: ls and compare of the job under {COMPARE_TARGET_S:.0f} s; the "
+          f"dashboard's first frame with figures under {FIRST_FRAME_TARGET_S:g} s, following "
+          f"it live under {LIVE_CPU_TARGET:g}% of a core and {LIVE_RSS_TARGET_MB:g} MB")
     print("PASS" if ok else "FAIL: a target was missed")
 
 
