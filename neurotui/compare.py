@@ -43,6 +43,7 @@ from neurotui.metrics.steady import (  # the batch form's own rule, taken node b
 from neurotui.metrics.steptime import past_warmup, with_step_time
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
 from neurotui.session.columns import Columns
+from neurotui.session.jobs import job_meta
 from neurotui.session.reader import STEP_SOURCES, SessionReader
 from neurotui.session.status import session_status
 from neurotui.summary import summarize
@@ -161,20 +162,7 @@ def load_job(job_id: str, parts: Sequence[Path]) -> LoadedJob:
     loaded = [_load_part(path) for path in parts]
     if not loaded:
         raise ValueError(f"no session of job {job_id}")
-    metas = [part.meta for part in loaded]
-    ended = [m.get("ended_at") for m in metas]
-    prices = [(m.get("price") or {}).get("usd_per_hour") for m in metas]
-    types = {(m.get("instance") or {}).get("type") for m in metas}
-    meta = {
-        **metas[0], "id": job_id, "name": f"job {job_id}",
-        "started_at": min((m["started_at"] for m in metas if m.get("started_at")),
-                          default=None),
-        "ended_at": None if None in ended else max(ended),
-        "instance": {"type": types.pop()} if len(types) == 1 else None,
-        "price": {"usd_per_hour": sum(prices), "source": f"{len(metas)} nodes"}
-        if all(fmt.known(p) for p in prices) else None,
-        "records_alerts": all(m.get("records_alerts") for m in metas),
-    }
+    meta = job_meta(job_id, [part.meta for part in loaded])  # (as the job's dashboard's)
     nodes = [NodePart(str((part.meta.get("job") or {}).get("node") or part.name), part.name,
                       part.state, part.last_seen) for part in loaded]
     states = {part.state for part in loaded}
