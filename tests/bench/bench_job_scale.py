@@ -341,11 +341,12 @@ LIVE_CPU_TARGET = 3.0
 LIVE_RSS_TARGET_MB = 250.0
 
 
-def live_copy(root: Path, live: Path) -> list[Path]:
+def live_copy(root: Path, live: Path, workers: int) -> list[Path]:
     """The job copied, as if still running: no end in meta.json, its training process this
-    one (so each part reads as running without its supervisor). The caches stay: the copied
-    files only grow from here."""
-    shutil.copytree(root, live, ignore=shutil.ignore_patterns(MARKER))
+    one (so each part reads as running without its supervisor). Each part's cache is built
+    anew by the keeper, as a running node's supervisor keeps it (a copied file is another
+    file: the original's cache does not stand for it)."""
+    shutil.copytree(root, live, ignore=shutil.ignore_patterns(MARKER, ".cache"))
     me = psutil.Process()
     parts = sorted(p for p in live.iterdir() if (p / "meta.json").exists())
     for part in parts:
@@ -354,7 +355,15 @@ def live_copy(root: Path, live: Path) -> list[Path]:
             meta.pop(key, None)
         meta.update(job_pid=me.pid, job_create_time=me.create_time())
         (part / "meta.json").write_text(json.dumps(meta, indent=2))
+    with ProcessPoolExecutor(max(1, workers)) as pool:
+        list(pool.map(keep, parts))
     return parts
+
+
+def keep(part: Path) -> None:
+    from neurotui.session import keeper
+
+    keeper.keep(part, min_bytes=0)
 
 
 class LiveWriter(threading.Thread):
@@ -396,7 +405,7 @@ class LiveWriter(threading.Thread):
             self.stopped.wait(tick)
 
 
-def measure_live_dashboard(root: Path, shape: Shape, window_s: float) -> bool:
+def measure_live_dashboard(root: Path, shape: Shape, window_s: float, workers: int) -> bool:
     """`neurotui attach JOB` in a terminal on a live copy of the job: seconds to its first
     frame and to the first frame with the job's figures, then its CPU share of one core and
     RSS following the job for `window_s` seconds."""
@@ -404,7 +413,7 @@ def measure_live_dashboard(root: Path, shape: Shape, window_s: float) -> bool:
 
     with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
         started = time.perf_counter()
-        parts = live_copy(root, Path(tmp) / "sessions")
+        parts = live_copy(root, Path(tmp) / "sessions", workers)
         print(f"\nlive copy of the job made in {time.perf_counter() - started:.0f} s")
         writer = LiveWriter(parts, shape)
         writer.start()
@@ -503,7 +512,7 @@ def run_all(root: Path, shape: Shape, args: argparse.Namespace) -> None:
     if args.no_cache:
         measure_compare_without_caches(root)
     if not args.no_dashboard:
-        ok &= measure_live_dashboard(root, shape, args.window)
+        ok &= measure_live_dashboard(root, shape, args.window, args.workers)
     print()
     print(table.out.split("\n\n")[0])
     print(f"\ntargets: ls and compare of the job under {COMPARE_TARGET_S:.0f} s; the "
