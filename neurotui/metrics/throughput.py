@@ -24,8 +24,8 @@ DEFAULT_BUCKET_S = 10.0
 DEFAULT_WINDOW_S = 30.0
 
 RankRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-K = TypeVar("K")
 """One rank's rows in time order: t, samples_covered, step_time, samples."""
+K = TypeVar("K")
 
 
 def _rank_rate(t: np.ndarray, samples_covered: np.ndarray, step_time: np.ndarray,
@@ -64,10 +64,12 @@ def window_rates(ranks: Iterable[tuple[K, RankRows]], now: float,
     window_throughput rates it: the parts of a job (a node's ranks) add up to the whole."""
     rates: dict[K, float | None] = {}
     for key, (t, covered, step_time, samples) in ranks:
-        inside = (t > now - window_s) & (t <= now)
-        if inside.any():
-            rates[key] = _rank_rate(t[inside], covered[inside], step_time[inside],
-                                    samples[inside], now)
+        # A rank's rows are in time order: its window is a slice (no masks to build, at
+        # every frame, for each of a job's thousands of ranks).
+        first, end = np.searchsorted(t, (now - window_s, now), side="right").tolist()
+        if end > first:
+            rates[key] = _rank_rate(t[first:end], covered[first:end], step_time[first:end],
+                                    samples[first:end], now)
     return rates
 
 

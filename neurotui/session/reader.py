@@ -86,6 +86,11 @@ class _Tail:
     offset: int = 0
     line_no: int = 0
     pending: bytes = b""
+    fspath: str = ""
+    """`path` as a string (stat'ed at every poll, for each of a job's thousands of files)."""
+
+    def __post_init__(self) -> None:
+        self.fspath = os.fspath(self.path)
 
     @property
     def taken(self) -> int:
@@ -393,7 +398,7 @@ class SessionReader:
         (_take_batch): a follower's refresh finds a few lines in each of dozens of files."""
         added = 0
         try:  # one stat, not an open, fstat and close: most files gained nothing since
-            if os.stat(tail.path).st_size == tail.offset + len(tail.pending) and tail.offset:
+            if os.stat(tail.fspath).st_size == tail.offset + len(tail.pending) and tail.offset:
                 return 0
         except OSError:
             pass  # read_new_block says what is wrong
