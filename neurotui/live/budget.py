@@ -32,3 +32,29 @@ class Budget:
         now = self._monotonic()
         self.last_cost_s = now - started
         self._next = now + max(self.min_interval_s, self.last_cost_s / self.share)
+
+
+class FramePacer:
+    """The live dashboard's frames: every `interval_s`, and further apart when a frame costs
+    more than `share` of one core, so that following a job of thousands of ranks (a frame of
+    tens of milliseconds) stays as light as following one node. Measured as the whole
+    process's CPU time between frames: reading, working out and drawing, every thread."""
+
+    def __init__(self, share: float, longest: float = 5.0,
+                 cpu_time: Callable[[], float] = time.process_time) -> None:
+        """`longest`: frames never further apart than this many intervals."""
+        self.share = share
+        self.longest = longest
+        self._cpu_time = cpu_time
+        self._last: float | None = None
+        self.last_cost_s = 0.0
+
+    def next_in(self, interval_s: float, *, count: bool = True) -> float:
+        """Seconds to the next frame, at the end of one. `count=False`: this frame's cost
+        says nothing of the next ones' (the first read of a long run), so the interval."""
+        now = self._cpu_time()
+        self.last_cost_s = now - self._last if self._last is not None else 0.0
+        self._last = now
+        if not count:
+            return interval_s
+        return max(interval_s, min(self.last_cost_s / self.share, self.longest * interval_s))

@@ -30,6 +30,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from neurotui.live.budget import FramePacer
 from neurotui.live.clock import Clock, WallClock
 from neurotui.live.logtail import LAUNCHER, STREAMS, LogChoice, ShownLogFollower
 from neurotui.live.memory import Trimmer
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
     from neurotui.session.status import SessionStatus
     from neurotui.ui.screens.dashboard import DashboardScreen
 
+FRAME_CPU_SHARE = 0.025
+"""Frames are spaced so as to take at most this share of one core (each frame's whole cost:
+reading, working out, drawing). Runs of one node stay at the interval; a job of 64 nodes x
+32 ranks, a frame of about 0.1 s of CPU, refreshes every 4 s or so."""
 DEFAULT_INTERVAL_S = 2.0
 """A refresh every 2 s (btop's default): enough to follow training, cheap over SSH and on a
 busy host. Keys answer at once regardless; `--interval` changes it."""
@@ -102,6 +107,7 @@ class DashboardApp(App[int]):
         super().__init__()
         self.interval_s = interval_s
         self._trimmer = Trimmer()
+        self._pacer = FramePacer(FRAME_CPU_SHARE)
         self._poll_timer: Timer | None = None
         self._first_read_timer: Timer | None = None
         self._poll_soon = False
@@ -313,8 +319,11 @@ class DashboardApp(App[int]):
             self._poll_timer = self.set_timer(delay, self._poll)
 
     def next_frame_in(self) -> float:
-        """Seconds until the next frame (a replay plays faster)."""
-        return self.interval_s
+        """Seconds until the next frame: the interval, or longer where a frame costs more
+        than FRAME_CPU_SHARE of a core (a replay plays faster)."""
+        model = getattr(self, "model", None)
+        big_read = model is not None and model.fetched_table  # (an attach's first read)
+        return self._pacer.next_in(self.interval_s, count=not big_read)
 
     def poll_now(self) -> None:
         """A frame as soon as possible (after a key changed what to show)."""

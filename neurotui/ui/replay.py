@@ -319,7 +319,7 @@ class ReplayApp(DashboardApp):
     def next_frame_in(self) -> float:
         clock = self.replay_clock if self.replaying else None
         if clock is None or not clock.playing:
-            return self.interval_s
+            return super().next_frame_in()
         return 0.0 if clock.fastest else min(self.interval_s, PLAYING_FRAME_S)
 
     def on_replay_moved(self, message: ReplayMoved) -> None:
