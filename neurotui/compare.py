@@ -186,20 +186,10 @@ def _load_part(path: Path) -> LoadedSession:
     (steps, phase rows; compile events as t and rank): no DataFrame of a million rows."""
     reader = SessionReader(path, telemetry_history=1).load()
     steps = reader.step_columns()
-    times = [float(bucket[-1]["t"]) for bucket in reader.events.values() if bucket]
-    if len(steps):
-        times.append(float(np.nanmax(floats(steps["t"]))))
-    return LoadedSession(path=Path(path), meta=reader.meta, steps=steps,  # type: ignore[arg-type]
-                         compiles=Columns.of_records(  # type: ignore[arg-type]
-                             reader.events.get("compile", ()), ("t", "rank")),
-                         phases=reader.phase_columns(),  # type: ignore[arg-type]
-                         probe_info=list(reader.events.get("probe_info", ())),
-                         samples_from=set(reader.samples_from),
-                         problems=reader.problems.summary(),
-                         state=session_status(path).state,
-                         last_seen=max(times) if times else None,
-                         alerts=list(reader.events.get("alert", ())),
-                         lost=list(reader.events.get("lost", ())))
+    last_step = float(np.nanmax(floats(steps["t"]))) if len(steps) else None
+    return _loaded(path, reader, steps,  # type: ignore[arg-type]
+                   Columns.of_records(reader.events.get("compile", ()), ("t", "rank")),
+                   reader.phase_columns(), last_step)
 
 
 class LoadedJob(LoadedSession):
@@ -433,12 +423,19 @@ def load_session(path: Path) -> LoadedSession:
     # cache spares re-parsing the steps (see neurotui.session.cache).
     reader = SessionReader(path, telemetry_history=1).load()
     steps = reader.steps()
+    return _loaded(path, reader, steps, reader.frame("compile"), reader.phases(),
+                   float(steps["t"].max()) if len(steps) else None)
+
+
+def _loaded(path: Path, reader: SessionReader, steps: pd.DataFrame, compiles: pd.DataFrame,
+            phases: pd.DataFrame, last_step: float | None) -> LoadedSession:
+    """A session read for comparing, from its reader and its tables (DataFrames, or numpy
+    columns for a job's parts)."""
     times = [float(bucket[-1]["t"]) for bucket in reader.events.values() if bucket]
-    if len(steps):
-        times.append(float(steps["t"].max()))
-    return LoadedSession(path=Path(path), meta=reader.meta, steps=steps,
-                         compiles=reader.frame("compile"), phases=reader.phases(),
-                         probe_info=list(reader.events.get("probe_info", ())),
+    if last_step is not None:
+        times.append(last_step)
+    return LoadedSession(path=Path(path), meta=reader.meta, steps=steps, compiles=compiles,
+                         phases=phases, probe_info=list(reader.events.get("probe_info", ())),
                          samples_from=set(reader.samples_from),
                          problems=reader.problems.summary(),
                          state=session_status(path).state,
