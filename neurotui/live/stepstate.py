@@ -21,7 +21,7 @@ from neurotui import metrics
 from neurotui.live.history import RunHistory
 from neurotui.metrics.breakdown import BreakdownTracker
 from neurotui.metrics.ranks import last_compiles
-from neurotui.session.columns import Columns
+from neurotui.session.columns import Columns, distinct_ints
 from neurotui.session.reader import STEP_SOURCES
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class StepState:
         # brings 32 of its 2,048 ranks.
         a0, r0 = int(attempt.min()), int(rank.min())
         span = int(rank.max()) - r0 + 1
-        for pair in np.unique((attempt - a0) * span + (rank - r0)).tolist():
+        for pair in distinct_ints((attempt - a0) * span + (rank - r0)).tolist():
             a, r = divmod(pair, span)
             carry = self.clock.carry.get((a + a0, r + r0))
             if carry is None:

@@ -139,3 +139,16 @@ def _as_float(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError, OverflowError):
         return math.nan
+
+
+def distinct_ints(values: np.ndarray) -> np.ndarray:
+    """np.unique of integers, sorted: by counting where their range is small (ranks, rank x
+    source pairs), which is several times faster than numpy's hashing on the 100 k rows of a
+    node's part that an attach to a job takes in 64 times over."""
+    values = np.asarray(values)
+    if not len(values) or values.dtype.kind not in "iu":
+        return np.unique(values)
+    low, high = int(values.min()), int(values.max())
+    if high - low >= 1 << 20:
+        return np.unique(values)
+    return (np.flatnonzero(np.bincount(values - low)) + low).astype(values.dtype)

@@ -24,10 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from neurotui.session import layout
-from neurotui.session.columns import Columns
+from neurotui.session.columns import Columns, distinct_ints
 from neurotui.session.jobs import job_meta, job_of, node_of
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.reader import (
@@ -198,7 +196,7 @@ class JobReader:
         for part, got in zip(self.parts, taken, strict=True):
             assert got is not None
             if len(got.steps):
-                part.ranks.update(np.unique(got.steps["rank"]).tolist())
+                part.ranks.update(distinct_ints(got.steps["rank"]).tolist())
             if len(got.steps) or len(got.phases):
                 batches.append(got)
         if not batches:
