@@ -204,3 +204,42 @@ def many_cpus_session(root: Path, starved: bool = True, seconds: int = 250,
                   load=[6.0, 5.5, 5.0])
         rec.event(T0 + s, "procs", procs=rows)
     return rec.close()
+
+
+# -- a job of many nodes -------------------------------------------------------------------
+
+JOB_STEPS = 60
+
+
+def node_part(root: Path, node: str, node_rank: int, dt: float, cpu: float, *,
+              ended: bool) -> Path:
+    """One node's part of job J: its two ranks numbered as the job numbers them, its host
+    at `cpu` percent, its ranks' logs under their local rank."""
+    ranks = {str(local): node_rank * 2 + local for local in (0, 1)}
+    rec = Recorder(root, f"20260101-120000-ddp-{node}", job={
+        "id": "J", "node": node, "id_from": "--job", "nnodes": 2, "nproc_per_node": 2,
+        "global_ranks": sorted(ranks.values())},
+        instance={"type": "trn1.32xlarge"},
+        price={"usd_per_hour": 21.50, "source": "test", "as_of": "2026-01"})
+    rec.event(T0 + 0.2, "ranks", attempt=0, global_ranks=ranks)
+    for rank in ranks.values():
+        for n in range(1, JOB_STEPS + 1):
+            rec.step(T0 + 1 + n * dt, rank, n, dt, samples=16)
+    for s in range(int(JOB_STEPS * dt) + 2):
+        rec.event(T0 + s, "host", cpu=[cpu] * 4, mem_used=2**30, mem_total=2**32,
+                  load=[1.0, 1.0, 1.0])
+        rec.event(T0 + s, "procs", procs=procs())
+    for local, rank in ranks.items():
+        rec.rank_log(int(local), [f"{node} local {local} is global rank {rank}"])
+    if ended:
+        rec.update_meta(ended_at=T0 + 1 + JOB_STEPS * dt + 1,
+                        exit={"reason": "completed", "code": 0})
+    return rec.close()
+
+
+def recorded_job(root: Path) -> Path:
+    """Job J of two nodes, each recording its part under `root`: nA finished; nB (slower, its
+    host busier) ended without an end record, so it reads as lost."""
+    node_part(root, "nA", 0, 0.10, 20.0, ended=True)
+    node_part(root, "nB", 1, 0.12, 80.0, ended=False)
+    return root

@@ -14,49 +14,19 @@ from neurotui.ui.replay import ReplayApp
 from neurotui.ui.widgets.logs import LogPanel
 from neurotui.ui.widgets.nodes import NodesPanel
 from tests.ui.conftest import screen_text, settle
-from tests.ui.sessions import T0, Recorder, procs
-
-STEPS = 60
-
-
-def node_part(root: Path, node: str, node_rank: int, dt: float, cpu: float, *,
-              ended: bool) -> Path:
-    """One node's part of job J: its two ranks numbered as the job numbers them, its host
-    at `cpu` percent, its ranks' logs under their local rank."""
-    ranks = {str(local): node_rank * 2 + local for local in (0, 1)}
-    rec = Recorder(root, f"20260101-120000-ddp-{node}", job={
-        "id": "J", "node": node, "id_from": "--job", "nnodes": 2, "nproc_per_node": 2,
-        "global_ranks": sorted(ranks.values())},
-        instance={"type": "trn1.32xlarge"},
-        price={"usd_per_hour": 21.50, "source": "test", "as_of": "2026-01"})
-    rec.event(T0 + 0.2, "ranks", attempt=0, global_ranks=ranks)
-    for rank in ranks.values():
-        for n in range(1, STEPS + 1):
-            rec.step(T0 + 1 + n * dt, rank, n, dt, samples=16)
-    for s in range(int(STEPS * dt) + 2):
-        rec.event(T0 + s, "host", cpu=[cpu] * 4, mem_used=2**30, mem_total=2**32,
-                  load=[1.0, 1.0, 1.0])
-        rec.event(T0 + s, "procs", procs=procs())
-    for local, rank in ranks.items():
-        rec.rank_log(int(local), [f"{node} local {local} is global rank {rank}"])
-    if ended:
-        rec.update_meta(ended_at=T0 + 1 + STEPS * dt + 1,
-                        exit={"reason": "completed", "code": 0})
-    return rec.close()
-
-
-@pytest.fixture
-def job(tmp_path: Path) -> Path:
-    """nA finished; nB (slower, its host busier) ended without an end record: lost."""
-    node_part(tmp_path, "nA", 0, 0.10, 20.0, ended=True)
-    node_part(tmp_path, "nB", 1, 0.12, 80.0, ended=False)
-    return tmp_path
+from tests.ui.sessions import JOB_STEPS as STEPS
+from tests.ui.sessions import T0, recorded_job
 
 
 def job_app(root: Path) -> DashboardApp:
     app = DashboardApp(None, interval_s=3600.0, ascii_mode=False)
     app.bind_job(root, "J", clock=FixedClock(T0 + 1 + STEPS * 0.10), throttle=False)
     return app
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    return recorded_job(tmp_path)
 
 
 async def test_the_job_is_one_run_with_a_row_per_node(job: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from neurotui import fmt
 from neurotui.session.timeline import Timeline
-from tests.ui.sessions import reference_session
+from tests.ui.sessions import recorded_job, reference_session
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
@@ -227,3 +227,21 @@ def test_plain_neurotui_lists_recorded_sessions_and_opens_one(tmp_path: Path,
     tmux.wait(lambda s: "6 sessions" in s and "STATE" in s, 30, "the home screen again")
     tmux.keys("q")
     tmux.wait(lambda s: "[exited]" in s, 30, "[exited]")
+
+
+def test_a_job_of_two_nodes_in_a_real_terminal(tmp_path: Path, tmux: Tmux) -> None:
+    """`neurotui attach JOB`: the job as one run, a row per node, its lost node shown lost;
+    `]` to the job's rank 3 brings up its node's log and machine panels; `q` leaves."""
+    root = recorded_job(tmp_path / "sessions")
+    tmux.start(f"{shlex.quote(sys.executable)} -m neurotui --sessions-dir "
+               f"{shlex.quote(str(root))} attach J", cols=140, rows=44)
+    screen = tmux.wait(lambda s: "Nodes of job J: 2, 1 lost" in s, 30, "the job's nodes")
+    assert "job J, 2 nodes" in screen and "2 x trn1.32xlarge" in screen
+    assert re.search(r"nB\s+lost\s+2 .*slowest", screen), screen
+    for _ in range(3):  # from rank 0 to the job's rank 3: nB's local rank 1
+        tmux.keys("]")
+        time.sleep(0.3)
+    screen = tmux.wait(lambda s: "nB local 1 is global rank 3" in s, 20, "rank 3's log")
+    tmux.wait(lambda s: "node nB" in s, 20, "the machine panels on node nB")
+    tmux.keys("q")
+    tmux.wait(lambda s: "[exited]" in s, 20, "[exited]")

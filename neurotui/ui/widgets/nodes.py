@@ -19,6 +19,12 @@ HEARD_AFTER_S = 10.0
 class NodesPanel(Panel):
     TITLE = "Nodes"
 
+    def show(self, state: NodesState) -> None:
+        rows_before = None if self.state is None else len(self.state.rows)
+        super().show(state)
+        if len(state.rows) != rows_before:
+            self.refresh(layout=True)  # its height is its rows': the screen lays out anew
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Height is "auto" (capped in CSS): a line per node and the column heads.
         return 1 if self.state is None else 1 + len(self.state.rows)
