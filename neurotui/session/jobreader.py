@@ -2,11 +2,11 @@
 reader interface the live model follows (poll, take_steps, meta, events, last, problems).
 
 Every part records the job's global ranks (FORMAT.md, meta.json `job`), so the parts' steps
-are the job's steps side by side: handed over together, the model's throughput is the sum of
-the nodes' and its per-rank rows are the job's ranks. What is one machine's (host, accelerator
-and process telemetry) is not summed: `events` gives the telemetry of the node in focus
-(`focus`: the node of the rank whose log is shown), and `node_parts()` gives every node's
-last samples for the per-node rows. Everything else recorded (compiles, exits, alerts,
+are the job's steps side by side: handed over a batch per node, the model's throughput is the
+sum of the nodes' and its per-rank rows are the job's ranks. What is one machine's (host,
+accelerator and process telemetry) is not summed: `events` gives the telemetry of the node in
+focus (`focus`: the node of the rank whose log is shown), and `parts` every node's reader, for
+the per-node rows (live/nodes.py). Everything else recorded (compiles, exits, alerts,
 restarts) is the job's: the parts' records merged in time order.
 
 Nodes that start late are found as they come: the sessions folder is listed again every few
