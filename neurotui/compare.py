@@ -319,53 +319,6 @@ def _joined(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0)
 
 
-def _global_batch_of_parts(timed: Sequence[Columns]) -> int | float | None:
-    """global_batch() over the parts' with_step_time tables taken together: each rank's
-    median samples per step (NaN left out, as pandas' median) in the job's latest attempt,
-    summed."""
-    if not timed:
-        return None
-    attempts = [numbers(t["attempt"]).astype(float) for t in timed]
-    latest = max(float(np.nanmax(a)) for a in attempts)
-    total, counted = 0.0, 0
-    for steps, attempt in zip(timed, attempts, strict=True):
-        mine = attempt == latest
-        rank, samples = floats(steps["rank"])[mine], floats(steps["samples"])[mine]
-        ranked = ~np.isnan(rank)
-        rank, samples = rank[ranked], samples[ranked]
-        if not len(rank):
-            continue
-        firsts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])  # rank-sorted runs
-        if len(np.unique(rank[firsts])) < len(firsts):  # not grouped by rank: group them
-            order = np.argsort(rank, kind="stable")
-            rank, samples = rank[order], samples[order]
-            firsts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
-        known = np.add.reduceat(~np.isnan(samples), firsts)
-        if (known == 0).any():
-            return None  # a rank that never reports its samples
-        with np.errstate(invalid="ignore"):
-            low = np.fmin.reduceat(samples, firsts)
-            same = low == np.fmax.reduceat(samples, firsts)
-        medians = low.copy()  # each rank's median: its one value, as a rule
-        for i in np.flatnonzero(~same):
-            end = firsts[i + 1] if i + 1 < len(firsts) else len(samples)
-            medians[i] = np.nanmedian(samples[firsts[i]:end])
-        total += float(medians.sum())
-        counted += len(firsts)
-    if not counted or total <= 0:
-        return None
-    return int(total) if total.is_integer() else total
-
-
-_TIMED = ("t", "rank", "step", "attempt", "dt", "samples")
-"""The step columns the figures read (not `loss`, nor `src`: steps_sources reads the part)."""
-_TIMED_ALL = (*_TIMED, "step_time")
-
-
-def _joined(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.empty(0)
-
-
 def _global_batch_of_parts(parts: Sequence[Columns]) -> int | float | None:
     """global_batch() over the parts' steps taken together: each rank's median samples per
     step (NaN left out, as pandas' median) in the job's latest attempt, summed."""
