@@ -20,7 +20,7 @@ from neurotui.exporter.options import metrics_config
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.jobid import job_identity
-from neurotui.session.jobs import job_of, job_parts, node_of
+from neurotui.session.jobs import job_of, job_parts, last_heard, node_of
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.paths import (
     SessionNotFound,
@@ -413,11 +413,9 @@ def _node_line(path: Path, meta: dict[str, Any], state: str) -> str:
     heard from (its last record)."""
     line = f"{node_of(meta) or '?':20} {path.name:44} {state}"
     if state == "lost":
-        try:
-            age = time.time() - (path / layout.EVENTS).stat().st_mtime
-            line += f", last heard from {fmt.short_duration(age)} ago"
-        except OSError:
-            line += ", never heard from"
+        heard = last_heard(path)
+        line += (", never heard from" if heard is None else
+                 f", last heard from {fmt.short_duration(time.time() - heard)} ago")
     return line
 
 
@@ -515,14 +513,12 @@ def stop_whole_job(job: str, parts: list[Path], *, restart: bool, wait_s: float)
     node's session folder, which its own supervisor takes and acts on (supervisor/
     requests.py); from any node, or a login node that sees the shared sessions folder."""
     from neurotui.supervisor.direct_stop import stop_job
-    from neurotui.supervisor.requests import post_request, request_pending
+    from neurotui.supervisor.requests import ask_running, request_pending
 
-    running = [p for p in parts if session_status(p).running]
+    running = ask_running(parts, "restart" if restart else "stop", by="cli")
     if not running:
         print(f"neurotui: no node of job {job} is running", file=sys.stderr)
         return 1
-    for part in running:
-        post_request(part, "restart" if restart else "stop", by="cli")
     names = {part: node_of(load_meta(part)) or part.name for part in running}
     print(f"neurotui: asked {', '.join(names.values())} to {'restart' if restart else 'stop'} "
           f"(job {job})", flush=True)

@@ -52,6 +52,24 @@ def accelerator_utils(event: Mapping[str, Any]) -> list[float]:
     return out
 
 
+def mean_util(event: Mapping[str, Any]) -> float:
+    """Mean utilisation of one `neuron` or `gpu` event's cores or GPUs; NaN: none known."""
+    utils = accelerator_utils(event)
+    return float(np.mean(utils)) if utils else math.nan
+
+
+def mean_cpu(event: Mapping[str, Any]) -> float:
+    """Mean CPU use of one `host` event; NaN: none in it."""
+    cpu = event.get("cpu")
+    return float(np.mean(cpu)) if cpu else math.nan
+
+
+def accelerator_kind(events: Mapping[str, Sequence[Mapping[str, Any]]]) -> str | None:
+    """"neuron" or "gpu": the accelerator telemetry sampled last; None: none recorded."""
+    latest = [(e[-1]["t"], kind) for kind in ("neuron", "gpu") if (e := events.get(kind))]
+    return max(latest)[1] if latest else None
+
+
 def cpu_bound_input(host: Sequence[Mapping[str, Any]], accelerator: Sequence[Mapping[str, Any]],
                     procs: Mapping[str, Any] | None, now: float, phase: str,
                     window_s: float = WINDOW_S) -> Alert | None:

@@ -23,8 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from neurotui import metrics
 from neurotui.live import alerts as rules
 from neurotui.live.budget import Budget
@@ -228,16 +226,6 @@ class _SeriesMeans:
         return tuple(v for _, v in self._values)
 
 
-def _mean_util(event: Mapping[str, Any]) -> float:
-    utils = rules.accelerator_utils(event)
-    return float(np.mean(utils)) if utils else math.nan
-
-
-def _mean_cpu(event: Mapping[str, Any]) -> float:
-    cpu = event.get("cpu")
-    return float(np.mean(cpu)) if cpu else math.nan
-
-
 class DashboardModel:
     """Live (or replayed) view of one session; call `refresh()` from one thread only."""
 
@@ -261,8 +249,8 @@ class DashboardModel:
         self._alerts_budget = Budget(0.01, ALERTS_EVERY_S, monotonic, enabled=throttle)
         self._alerts: tuple[rules.Alert, ...] = ()
         self._alerts_phase = ""
-        self._util_means = {k: _SeriesMeans(_mean_util) for k in ("neuron", "gpu")}
-        self._cpu_means = _SeriesMeans(_mean_cpu)
+        self._util_means = {k: _SeriesMeans(rules.mean_util) for k in ("neuron", "gpu")}
+        self._cpu_means = _SeriesMeans(rules.mean_cpu)
         self._cpu_heat = CpuHeatHistory()
         self._steady: metrics.SteadyState | None = None
         self._steady_dirty = True
@@ -491,10 +479,9 @@ class DashboardModel:
 
     def _accelerator(self, now: float) -> AcceleratorState:
         events = self.reader.events
-        latest = [(e[-1]["t"], kind) for kind in ("neuron", "gpu") if (e := events.get(kind))]
-        if not latest:
+        kind = rules.accelerator_kind(events)
+        if kind is None:
             return AcceleratorState(None, (), (), _no_accelerator_note(events), None)
-        _, kind = max(latest)
         series = events[kind]
         last = series[-1]
         if kind == "neuron":

@@ -4,16 +4,16 @@ from. No Textual in here: the nodes panel and headless mode render these."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from neurotui.live import alerts as rules
 from neurotui.live.stepstate import StepState
+from neurotui.metrics import finite_or_none
 
 if TYPE_CHECKING:
     from neurotui.session.jobreader import JobReader, NodePart
@@ -86,16 +86,12 @@ def nodes_state(reader: JobReader, steps: StepState,
 
 def _accelerator(part: NodePart) -> tuple[str | None, float | None]:
     events = part.reader.events
-    latest = [(e[-1].get("t", 0.0), kind) for kind in ("neuron", "gpu") if (e := events.get(kind))]
-    if not latest:
+    kind = rules.accelerator_kind(events)
+    if kind is None:
         return None, None
-    _, kind = max(latest)
-    utils = rules.accelerator_utils(events[kind][-1])
-    return kind, (float(np.mean(utils)) if utils else None)
+    return kind, finite_or_none(rules.mean_util(events[kind][-1]))
 
 
 def _host_cpu(part: NodePart) -> float | None:
-    last: Any = part.reader.last("host")
-    cpu = [float(x) for x in (last or {}).get("cpu") or ()
-           if isinstance(x, (int, float)) and math.isfinite(x)]
-    return float(np.mean(cpu)) if cpu else None
+    last = part.reader.last("host")
+    return finite_or_none(rules.mean_cpu(last)) if last is not None else None

@@ -113,13 +113,13 @@ class StepState:
         self.late_rows += len(new) - len(fresh)
         if not len(fresh):
             return
-        known_loss = np.flatnonzero(np.isfinite(fresh.floats("loss")))
+        loss = fresh.floats("loss")
+        known_loss = np.flatnonzero(np.isfinite(loss))
         # The batch is in time order: its last loss is its newest (a job's nodes come in
         # batches of their own: the newest of all of them is kept).
         if len(known_loss) and (t_loss := float(fresh["t"][known_loss[-1]])) >= \
                 self._last_loss_t:
-            self.last_loss, self._last_loss_t = float(fresh.floats("loss")[known_loss[-1]]), \
-                t_loss
+            self.last_loss, self._last_loss_t = float(loss[known_loss[-1]]), t_loss
         if self.history is None:
             self.history = RunHistory(float(np.nanmin(fresh.floats("t"))))
         self.breakdown.stage(phases)
@@ -144,16 +144,14 @@ class StepState:
         new = np.ones(len(df), dtype=bool)
         # The (attempt, rank) pairs of these rows, not every pair taken so far: a job's node
         # brings 32 of its 2,048 ranks.
-        a0, r0 = int(attempt.min()), int(rank.min())
-        span = int(rank.max()) - r0 + 1
-        for pair in distinct_ints((attempt - a0) * span + (rank - r0)).tolist():
-            a, r = divmod(pair, span)
-            carry = self.clock.carry.get((a + a0, r + r0))
-            if carry is None:
-                continue
-            mine = (rank == r + r0) & (attempt == a + a0)
-            new[mine] = (t[mine] > carry.last_t) | (
-                (t[mine] == carry.last_t) & (step[mine] > carry.last_step))
+        key = _group_key(df)
+        for pair in distinct_ints(key).tolist():
+            mine = key == pair
+            first = int(mine.argmax())
+            carry = self.clock.carry.get((int(attempt[first]), int(rank[first])))
+            if carry is not None:
+                new[mine] = (t[mine] > carry.last_t) | (
+                    (t[mine] == carry.last_t) & (step[mine] > carry.last_step))
         return df.rows(new)
 
     def _ingest(self, df: Columns) -> None:

@@ -184,4 +184,3 @@ def diff_in_groups(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     np.subtract(values[1:], values[:-1], out=out[1:])
     out[starts] = np.nan
     return out
-

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neurotui.session import layout
 from neurotui.session.columns import Columns, distinct_ints
-from neurotui.session.jobs import job_meta, job_of, node_of
+from neurotui.session.jobs import job_meta, job_of, last_heard, node_of
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.reader import (
     DEFAULT_TELEMETRY_HISTORY,
@@ -76,10 +75,7 @@ class NodePart:
             times = [float(e["t"]) for kind in ("host", "procs")
                      if (e := self.reader.last(kind)) is not None]
             return max(times) if times else None
-        try:
-            return (self.dir / layout.EVENTS).stat().st_mtime
-        except OSError:
-            return None
+        return last_heard(self.dir)
 
 
 class JobProblems:

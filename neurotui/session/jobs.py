@@ -8,8 +8,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from neurotui.session import layout
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.paths import list_sessions
+from neurotui.session.status import status_of
 
 
 def job_of(meta: Mapping[str, Any]) -> str | None:
@@ -39,8 +41,18 @@ def job_parts(root: Path, job_id: str) -> list[Path]:
     return [path for _, path in sorted(parts)]
 
 
+def last_heard(session_dir: Path) -> float | None:
+    """When a node's supervisor last wrote to its part (its events file's modification
+    time); None: never."""
+    try:
+        return (session_dir / layout.EVENTS).stat().st_mtime
+    except OSError:
+        return None
+
+
 _EXIT_ORDER = ("failed", "stopped", "ended", "completed")
-"""Which node's exit stands for the job's: a failure first, then a stop."""
+"""Which node's exit stands for the job's (by its state, session/status.py): a failure
+first, then a stop."""
 
 
 def job_meta(job_id: str, metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -53,10 +65,10 @@ def job_meta(job_id: str, metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ended = [m.get("ended_at") for m in metas]
     prices = [(m.get("price") or {}).get("usd_per_hour") for m in metas]
     types = {(m.get("instance") or {}).get("type") for m in metas}
-    exits = [m.get("exit") for m in metas]
     job_exit = None
-    if all(isinstance(e, Mapping) for e in exits):
-        job_exit = min(exits, key=lambda e: _exit_rank(e))  # type: ignore[arg-type]
+    if all(isinstance(m.get("exit"), Mapping) for m in metas):  # (every node has ended)
+        worst = min(metas, key=lambda m: _EXIT_ORDER.index(status_of(m).state))
+        job_exit = worst["exit"]
     return {
         **first, "id": job_id, "name": f"job {job_id}",
         "started_at": min((m["started_at"] for m in metas if m.get("started_at")),
@@ -74,12 +86,6 @@ def job_meta(job_id: str, metas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "records_alerts": all(m.get("records_alerts") for m in metas),
         "job": {**(first.get("job") or {}), "id": job_id, "nodes": len(metas)},
     }
-
-
-def _exit_rank(exit_info: Mapping[str, Any]) -> int:
-    reason = str(exit_info.get("reason") or "")
-    state = reason if reason in _EXIT_ORDER else "failed"
-    return _EXIT_ORDER.index(state)
 
 
 def _is_number(value: Any) -> bool:

@@ -30,16 +30,10 @@ class JobTimeline:
         times = [t for part in self.parts if (t := part.time_of_step(step)) is not None]
         return min(times) if times else None
 
-    def status_at(self, until: float) -> SessionStatus:
-        return self.view_at(until).status()
-
     def view(self) -> JobTimelineView:
+        """The job at a cursor; its `status()` says how each node stood then (there is no
+        status_at: the view's nodes' rows need their states set, and the view sets them)."""
         return JobTimelineView(self)
-
-    def view_at(self, until: float) -> JobTimelineView:
-        view = self.view()
-        view.seek(until)
-        return view
 
     def close(self) -> None:
         for part in self.parts:

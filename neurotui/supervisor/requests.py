@@ -16,8 +16,11 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from neurotui.session.status import session_status
 
 REQUEST_FILE = "control-request.json"
 COMMANDS = ("stop", "restart")
@@ -35,6 +38,15 @@ def post_request(session_dir: Path, cmd: str, by: str) -> str:
     temporary.write_text(json.dumps(record))
     os.replace(temporary, session_dir / REQUEST_FILE)
     return request_id
+
+
+def ask_running(parts: Iterable[Path], cmd: str, by: str) -> list[Path]:
+    """Leave `cmd` in each of a job's parts whose node runs (post_request); returns the
+    parts asked, none when no node runs."""
+    running = [part for part in parts if session_status(part).running]
+    for part in running:
+        post_request(part, cmd, by)
+    return running
 
 
 def request_pending(session_dir: Path) -> bool:

@@ -153,9 +153,9 @@ class DashboardApp(App[int]):
         from neurotui.session.jobreader import JobReader
 
         reader = JobReader(root, job_id, telemetry_history=TELEMETRY_HISTORY)
+        clock = clock or WallClock()
         self.bind_session(reader.parts[0].dir, clock=clock,
-                          model=DashboardModel(reader, clock or WallClock(), throttle=throttle))
-        self.clock = self.model.clock
+                          model=DashboardModel(reader, clock, throttle=throttle))
         self.job = job_id
         self.follower = JobLogFollower(lambda: self.model.reader)  # (a reset replaces it)
 
@@ -486,21 +486,17 @@ class DashboardApp(App[int]):
     def _stop_every_node(self) -> tuple[bool, str]:
         """A job of many nodes: a stop request in each running node's folder, which its own
         supervisor takes (as `neurotui stop JOB`)."""
-        from neurotui.session.status import session_status
-        from neurotui.supervisor.requests import post_request
+        from neurotui.supervisor.requests import ask_running
 
-        reader = self.model.reader
-        asked = []
-        for part in getattr(reader, "parts", ()):
-            if session_status(part.dir).running:
-                try:
-                    post_request(part.dir, "stop", by="dashboard")
-                except OSError as exc:
-                    return False, f"could not ask {part.name} to stop: {exc}"
-                asked.append(part.name)
+        names = {part.dir: part.name for part in getattr(self.model.reader, "parts", ())}
+        try:
+            asked = ask_running(names, "stop", by="dashboard")
+        except OSError as exc:
+            return False, f"could not ask every node to stop: {exc}"
         if not asked:
             return False, "no node of the job is running"
-        return True, f"asked {', '.join(asked)} to stop; the dashboard shows when they end"
+        return True, (f"asked {', '.join(names[part] for part in asked)} to stop; the "
+                      "dashboard shows when they end")
 
     def action_adopt(self) -> None:
         if self.refuse_control():

@@ -8,7 +8,7 @@ in the poll worker, so the window opens at once and says "loading" meanwhile.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -266,14 +266,14 @@ class ReplayApp(DashboardApp):
                                       markup=False)
         self.replay_clock = self.clock = clock
 
-        def status() -> SessionStatus:
-            return timeline.status_at(clock.now())
+        status: Callable[[], SessionStatus] | None = None  # (a job's view says its nodes')
+        if isinstance(timeline, Timeline):
+            def status() -> SessionStatus:
+                return timeline.status_at(clock.now())
 
         # throttle=False: each frame is the exact picture at its time, like the live view
-        # would have shown it (no CPU budget spreads work over frames). A job's view says
-        # its nodes' states at its cursor itself.
-        self.model = DashboardModel(self.view, clock, throttle=False,
-                                    status=None if self.job is not None else status)
+        # would have shown it (no CPU budget spreads work over frames).
+        self.model = DashboardModel(self.view, clock, throttle=False, status=status)
         if not self.start_paused:
             clock.play(True)
         return True

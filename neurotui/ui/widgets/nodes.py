@@ -56,25 +56,22 @@ class NodesPanel(Panel):
 
     def _row(self, r: NodeRow, wide: bool) -> Content:
         focus = (">" if self.ascii_mode else "▸") if r.focused else " "
-        step = fmt.seconds(r.median_step_s) if r.median_step_s is not None else fmt.MISSING
         slow = ("  slowest", f"bold {WARN}") if r.slowest else ("", "")
-        heard = "" if r.heard_s is None else fmt.short_duration(r.heard_s) + " ago"
         if r.heard_s is None:
             heard = "never"
         elif r.running and r.heard_s < HEARD_AFTER_S:
             heard = "now"
+        else:
+            heard = f"{fmt.short_duration(r.heard_s)} ago"
         parts: list[tuple[str, str]] = [
             (f"{focus} ", VALUE), (f"{r.name[:12]:<12} ", VALUE if r.focused else ""),
             (f"{r.state[:10]:<10} ", STATE_STYLES.get(r.state, MUTED)),
             (f"{len(r.ranks):>5} ", ""),
             (f"{fmt.rate(r.samples_per_s, ''):>10} ", VALUE),
-            (f"{step:>9}", "")]
+            (f"{fmt.seconds(r.median_step_s):>9}", "")]
         if wide:
-            parts += [(f" {_pct(r.accel_util):>6}", usage_style(r.accel_util)),
-                      (f" {_pct(r.host_cpu):>5}", usage_style(r.host_cpu))]
+            parts += [(f" {fmt.percent(r.accel_util):>6}", usage_style(r.accel_util)),
+                      (f" {fmt.percent(r.host_cpu):>5}", usage_style(r.host_cpu))]
         parts += [(f"  {heard}", ERROR if r.state == "lost" else MUTED), slow]
         return Content.assemble(*parts)
 
-
-def _pct(value: float | None) -> str:
-    return fmt.MISSING if value is None else f"{value:.0f}%"
