@@ -8,14 +8,18 @@ has no runtime yet, a record taken while a process exits carries only its `error
 without a reachable driver reports `neuron_devices: null`. Every metric group has an `error`
 string; non-empty ones are collected in `MonitorRecord.errors` so a collector can show them.
 
-Missing values are None (never 0); unknown keys are ignored so that newer SDKs (e.g. trn2's
-per-physical-core `v3d` block, `neuron_k8s_info`) do not break parsing. Malformed input raises
-TelemetryParseError. `monitor_summary()` flattens a record into a small JSON-serialisable dict
-for the session's event stream.
+Cores are logical NeuronCores as the SDK counts them (since 2.21; on trn2 with LNC=2 one
+logical core is two physical ones, whose own utilisation comes in the core's `v3d` block and is
+kept as `CoreCounters.physical`). Missing values are None (never 0); unknown keys are ignored so
+that newer SDKs (e.g. `neuron_k8s_info`) do not break parsing, except unknown integer memory
+categories of a core, which are kept. Malformed input raises TelemetryParseError.
+`monitor_summary()` flattens a record into a small JSON-serialisable dict for the session's
+event stream.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -27,6 +31,7 @@ from neurotui.sources.parse_errors import TelemetryParseError
 SOURCE = "neuron-monitor"
 
 __all__ = [
+    "MEMORY_KINDS",
     "CoreCounters",
     "CoreMemory",
     "ExecutionStats",
@@ -46,6 +51,9 @@ __all__ = [
 ]
 
 Number = float | int
+
+# Device memory categories of `neuroncore_memory_usage`, as neuron-monitor names them.
+MEMORY_KINDS = ("constants", "model_code", "model_shared_scratchpad", "runtime_memory", "tensors")
 
 
 @dataclass(frozen=True)
@@ -70,17 +78,20 @@ class CoreMemory:
     model_shared_scratchpad: int | None = None
     runtime_memory: int | None = None
     tensors: int | None = None
+    # Integer categories a newer runtime reports that this parser does not name, kept as
+    # (name, bytes) so a new kind is recorded rather than dropped.
+    other: tuple[tuple[str, int], ...] = ()
+
+    def by_kind(self) -> dict[str, int]:
+        """Bytes by category as the report names them; categories it lacks are left out."""
+        named = {name: getattr(self, name) for name in MEMORY_KINDS}
+        out = {name: value for name, value in named.items() if value is not None}
+        out.update(self.other)
+        return out
 
     @property
     def total(self) -> int | None:
-        parts = (
-            self.constants,
-            self.model_code,
-            self.model_shared_scratchpad,
-            self.runtime_memory,
-            self.tensors,
-        )
-        present = [p for p in parts if p is not None]
+        present = list(self.by_kind().values())
         return sum(present) if present else None
 
 
@@ -415,18 +426,13 @@ def _runtime_memory(mem: dict[str, Any]) -> RuntimeMemory:
     cores = []
     for key, value in per_core.items():
         entry = _dict(value, f"neuroncore_memory_usage[{key}]")
-        cores.append(
-            CoreMemory(
-                core=_index(key, "neuroncore_memory_usage"),
-                constants=_int(entry.get("constants"), "constants"),
-                model_code=_int(entry.get("model_code"), "model_code"),
-                model_shared_scratchpad=_int(
-                    entry.get("model_shared_scratchpad"), "model_shared_scratchpad"
-                ),
-                runtime_memory=_int(entry.get("runtime_memory"), "runtime_memory"),
-                tensors=_int(entry.get("tensors"), "tensors"),
-            )
+        named = {kind: _int(entry.get(kind), kind) for kind in MEMORY_KINDS}
+        other = tuple(
+            (kind, amount)
+            for kind, amount in entry.items()
+            if kind not in MEMORY_KINDS and type(amount) is int
         )
+        cores.append(CoreMemory(core=_index(key, "neuroncore_memory_usage"), **named, other=other))
     models = tuple(
         _loaded_model(m) for m in _opt_list(mem.get("loaded_models"), "loaded_models") or ()
     )
@@ -641,8 +647,11 @@ def _collect_error(group: dict[str, Any], where: str, errors: list[str]) -> None
 def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
     """Flatten a record into a small JSON-serialisable dict for a session event.
 
-    `cores` has one entry per (runtime, NeuronCore); byte counts are summed over runtimes; keys
-    whose data the record lacks are None, so "no data" never reads as "idle".
+    `cores` has one entry per (runtime, logical NeuronCore); byte counts and counts of
+    executions and errors are summed over runtimes; keys whose data the record lacks are None,
+    so "no data" never reads as "idle". Latency percentiles cannot be merged across runtimes:
+    each runtime's are in `exec_runtimes`, and `latency` holds, per percentile, the highest any
+    runtime reported (with one runtime, exactly its own).
     """
     cores: list[dict[str, Any]] = []
     host_used: int | None = None
@@ -651,48 +660,57 @@ def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
     vcpu_system: float | None = None
     completed: int | None = None
     exec_errors: int | None = None
+    device_by_kind: dict[str, int] | None = None
+    host_by_kind: dict[str, int] | None = None
+    errors_by_type: dict[str, int] | None = None
+    exec_by_status: dict[str, int] | None = None
+    latency: dict[str, dict[str, float]] | None = None
+    runtimes: list[dict[str, Any]] = []
     for rt in record.runtimes:
         mem_by_core = {m.core: m for m in rt.memory.cores} if rt.memory else {}
         seen = set()
         for c in rt.cores:
-            mem = mem_by_core.get(c.core)
             seen.add(c.core)
-            cores.append(
-                {
-                    "core": c.core,
-                    "pid": rt.pid,
-                    "util": c.utilization,
-                    "flops": c.flops,
-                    "effective_flops": c.effective_flops,
-                    "mem_device": mem.total if mem else None,
-                }
-            )
+            cores.append(_core_entry(c.core, rt.pid, c, mem_by_core.get(c.core)))
         for core, mem in mem_by_core.items():
             if core not in seen:
-                cores.append(
-                    {
-                        "core": core,
-                        "pid": rt.pid,
-                        "util": None,
-                        "flops": None,
-                        "effective_flops": None,
-                        "mem_device": mem.total,
-                    }
-                )
+                cores.append(_core_entry(core, rt.pid, None, mem))
         if rt.memory:
             host_used = _add(host_used, rt.memory.host_bytes)
             device_used = _add(device_used, rt.memory.device_bytes)
+            for mem in rt.memory.cores:
+                device_by_kind = _add_counts(device_by_kind, mem.by_kind())
+            if rt.memory.host is not None:
+                host_by_kind = _add_counts(host_by_kind, _host_by_kind(rt.memory.host))
         vcpu_user = _add(vcpu_user, rt.vcpu_user)
         vcpu_system = _add(vcpu_system, rt.vcpu_system)
-        if rt.execution:
-            completed = _add(completed, rt.execution.completed)
-            exec_errors = _add(exec_errors, rt.execution.errors_total)
+        ex = rt.execution
+        if ex:
+            completed = _add(completed, ex.completed)
+            exec_errors = _add(exec_errors, ex.errors_total)
+            if ex.error_summary:
+                errors_by_type = _add_counts(errors_by_type, ex.error_summary)
+            if ex.execution_summary:
+                exec_by_status = _add_counts(exec_by_status, ex.execution_summary)
+            own = _latency(ex)
+            if own is not None:
+                latency = _highest(latency, own)
+            runtimes.append(
+                {
+                    "pid": rt.pid,
+                    "tag": rt.tag,
+                    "exec_period": ex.period,
+                    "exec_by_status": dict(ex.execution_summary) or None,
+                    "exec_errors_by_type": dict(ex.error_summary) or None,
+                    "latency": own,
+                }
+            )
     cores.sort(key=lambda c: (c["core"], c["pid"] if c["pid"] is not None else -1))
 
     system = record.system
     avg = system.vcpu_average if system else None
     hw = system.hw_counters if system else None
-    ecc = None
+    ecc = ecc_devices = None
     if hw is not None:
         ecc = {
             "mem_corrected": _sum(h.mem_ecc_corrected for h in hw),
@@ -700,6 +718,16 @@ def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
             "sram_corrected": _sum(h.sram_ecc_corrected for h in hw),
             "sram_uncorrected": _sum(h.sram_ecc_uncorrected for h in hw),
         }
+        ecc_devices = [
+            {
+                "device": h.device,
+                "mem_corrected": h.mem_ecc_corrected,
+                "mem_uncorrected": h.mem_ecc_uncorrected,
+                "sram_corrected": h.sram_ecc_corrected,
+                "sram_uncorrected": h.sram_ecc_uncorrected,
+            }
+            for h in hw
+        ]
     instance = record.instance
     hardware = record.hardware
     return {
@@ -708,22 +736,87 @@ def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
         "device_type": hardware.device_type if hardware else None,
         "device_count": hardware.device_count if hardware else None,
         "cores_per_device": hardware.cores_per_device if hardware else None,
+        "neuroncore_version": hardware.neuroncore_version if hardware else None,
+        "logical_neuroncore_config": hardware.logical_neuroncore_config if hardware else None,
         "pids": [rt.pid for rt in record.runtimes],
         "cores": cores,
         "host_mem_used": host_used,
         "device_mem_used": device_used,
+        "device_mem_by_kind": device_by_kind,
+        "host_mem_by_kind": host_by_kind,
         # Each runtime's share is finite, but their sum can overflow (two 1.7e308s).
         "vcpu_user": _finite(vcpu_user),
         "vcpu_system": _finite(vcpu_system),
         "exec_completed": completed,
         "exec_errors": exec_errors,
+        "exec_errors_by_type": errors_by_type,
+        "exec_by_status": exec_by_status,
+        "latency": latency,
+        "exec_runtimes": runtimes,
         "system_vcpu_user": avg.user if avg else None,
         "system_vcpu_system": avg.system if avg else None,
         "system_mem_used": system.memory_used_bytes if system else None,
         "system_mem_total": system.memory_total_bytes if system else None,
         "ecc": ecc,
+        "ecc_devices": ecc_devices,
         "errors": list(record.errors),
     }
+
+
+def _core_entry(
+    core: int, pid: int | None, counters: CoreCounters | None, mem: CoreMemory | None
+) -> dict[str, Any]:
+    """One logical core of one runtime. `physical`: the physical cores behind it (trn2's
+    `v3d`) with their utilisation, or None where the report shows no split."""
+    physical = None
+    if counters is not None and counters.physical:
+        physical = [{"name": name, "util": util} for name, util in counters.physical]
+    by_kind = mem.by_kind() if mem else None
+    return {
+        "core": core,
+        "pid": pid,
+        "util": counters.utilization if counters else None,
+        "flops": counters.flops if counters else None,
+        "effective_flops": counters.effective_flops if counters else None,
+        "mem_device": mem.total if mem else None,
+        "mem_by_kind": by_kind or None,
+        "physical": physical,
+    }
+
+
+def _host_by_kind(host: HostMemory) -> dict[str, int]:
+    fields = dataclasses.asdict(host)
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _latency(ex: ExecutionStats) -> dict[str, dict[str, float]] | None:
+    """`{"total_latency": {"p50": s, ...}, "device_latency": {...}}`, seconds; percentiles the
+    report lacks (or gave as NaN) are left out, and so is an empty kind."""
+    out = {}
+    for kind, values in (("total_latency", ex.total_latency),
+                         ("device_latency", ex.device_latency)):
+        known = {p: v for p, v in values.items() if v is not None}
+        if known:
+            out[kind] = known
+    return out or None
+
+
+def _highest(
+    acc: dict[str, dict[str, float]] | None, new: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    out = {kind: dict(values) for kind, values in (acc or {}).items()}
+    for kind, values in new.items():
+        slot = out.setdefault(kind, {})
+        for p, v in values.items():
+            slot[p] = v if p not in slot else max(slot[p], v)
+    return out
+
+
+def _add_counts(acc: dict[str, int] | None, new: dict[str, int]) -> dict[str, int]:
+    out = dict(acc or {})
+    for name, value in new.items():
+        out[name] = out.get(name, 0) + value
+    return out
 
 
 def _finite(value: float | None) -> float | None:

@@ -162,6 +162,14 @@ def test_full_report_wandb_fixture():
             "flops": None,
             "effective_flops": None,
             "mem_device": 196608 + 101125344 + 943608,
+            "mem_by_kind": {
+                "constants": 196608,
+                "model_code": 101125344,
+                "model_shared_scratchpad": 0,
+                "runtime_memory": 0,
+                "tensors": 943608,
+            },
+            "physical": None,  # trn1: no physical split
         },
         {
             "core": 1,
@@ -170,6 +178,14 @@ def test_full_report_wandb_fixture():
             "flops": None,
             "effective_flops": None,
             "mem_device": 32768,
+            "mem_by_kind": {
+                "constants": 0,
+                "model_code": 32768,
+                "model_shared_scratchpad": 0,
+                "runtime_memory": 0,
+                "tensors": 0,
+            },
+            "physical": None,
         },
     ]
     assert summary["host_mem_used"] == 610705408
@@ -185,6 +201,50 @@ def test_full_report_wandb_fixture():
         "sram_corrected": 0,
         "sram_uncorrected": 0,
     }
+    assert summary["ecc_devices"] == [
+        {
+            "device": 0,
+            "mem_corrected": 0,
+            "mem_uncorrected": 0,
+            "sram_corrected": 0,
+            "sram_uncorrected": 0,
+        }
+    ]
+    # Memory by kind summed over the two cores; host memory by kind as reported.
+    assert summary["device_mem_by_kind"] == {
+        "constants": 196608,
+        "model_code": 101125344 + 32768,
+        "model_shared_scratchpad": 0,
+        "runtime_memory": 0,
+        "tensors": 943608,
+    }
+    assert summary["host_mem_by_kind"] == {
+        "application_memory": 609656832,
+        "constants": 0,
+        "dma_buffers": 1048576,
+        "tensors": 0,
+    }
+    # The real capture's 23654 generic errors, by type; latency percentiles as reported.
+    assert summary["exec_errors_by_type"] == {
+        "generic": 23654,
+        "numerical": 0,
+        "transient": 0,
+        "model": 0,
+        "runtime": 0,
+        "hardware": 0,
+    }
+    assert summary["exec_by_status"]["completed"] == 260
+    assert summary["exec_by_status"]["timed_out"] == 0
+    assert summary["latency"]["total_latency"]["p50"] == 0.000095367431640625
+    assert summary["latency"]["total_latency"]["p99"] == 0.00013184547424316406
+    assert summary["latency"]["device_latency"]["p100"] == 0.00014853477478027344
+    assert set(summary["latency"]["total_latency"]) == {"p0", "p1", "p25", "p50", "p75", "p99",
+                                                        "p100"}
+    (runtime,) = summary["exec_runtimes"]
+    assert runtime["pid"] == 1337 and runtime["tag"] == "1337"
+    assert runtime["exec_period"] == 0.99915655
+    assert runtime["latency"] == summary["latency"]
+    assert summary["neuroncore_version"] is None  # this 2022 report does not say
 
 
 def test_issue_633_truncated_line_raises_and_stream_can_skip_it():
@@ -432,8 +492,20 @@ def test_memory_for_core_without_counters_still_listed():
     }
     summary = monitor_summary(parse_monitor_record(as_runtime_line(group, pid=7)))
     assert summary["cores"] == [
-        {"core": 3, "pid": 7, "util": None, "flops": None, "effective_flops": None, "mem_device": 5}
+        {
+            "core": 3,
+            "pid": 7,
+            "util": None,
+            "flops": None,
+            "effective_flops": None,
+            "mem_device": 5,
+            "mem_by_kind": {"tensors": 5},
+            "physical": None,
+        }
     ]
+    # No execution_stats group: no errors or latency, not zeros.
+    assert summary["exec_errors_by_type"] is None and summary["latency"] is None
+    assert summary["exec_runtimes"] == []
 
 
 def test_nan_and_overflow_become_none():
