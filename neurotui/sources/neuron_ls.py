@@ -10,14 +10,30 @@ is rebuilt from its continuation rows (the ones with an empty NEURON DEVICE cell
 
 Cells that say `NA` (or are empty) become None. Memory sizes are bytes (neuron-ls prints binary
 units: "32 GB" is 32 GiB, which is exactly the `memory_size` the JSON form reports).
+
+Cores are counted as the SDK counts them. Since SDK 2.22 NEURON CORES (`nc_count`) and NEURON
+CORE IDS (`neuroncore_ids`) are logical NeuronCores: on trn2 the default
+`logical-neuroncore-config: 2` makes one logical core of two physical ones, so a trn2 device shows
+4 cores. The 2.21 beta printed the physical count (8) under NEURON CORES and the logical one
+under LOGICAL NC; before LNC existed every core was its own logical core. `NeuronDevice
+.logical_core_count` follows these rules. No neuron-ls version prints the NeuronCore version
+(neuron-monitor's `neuron_hardware_info` does).
+
+CPU AFFINITY (`cpu_affinity`) is kept as printed and as the CPU ids it names (`affinity_cpus`,
+from a Linux cpulist such as `48-95,144-191`); NUMA NODE is None where the tool says -1.
+`combine_reports` joins what `--json-output` and the table said about the same devices: the
+table alone prints the instance type, only the JSON form lists processes on 2.29's default
+output.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from neurotui.sources.parse_errors import TelemetryParseError
 
@@ -28,6 +44,8 @@ __all__ = [
     "NeuronLsReport",
     "NeuronProcess",
     "NeuronTopology",
+    "combine_reports",
+    "parse_cpu_list",
     "parse_neuron_ls",
     "parse_neuron_ls_json",
     "parse_neuron_ls_table",
@@ -60,9 +78,18 @@ class NeuronDevice:
     core_ids: tuple[int, ...] | None = None
     # SDK 2.21 beta "LOGICAL NC" column: logical cores on this device.
     logical_cores: int | None = None
+    # CPU AFFINITY as printed ("48-95,144-191"), and the CPU ids it names.
     cpu_affinity: str | None = None
     # None when unknown (the JSON form says "-1" on instances without NUMA information).
     numa_node: int | None = None
+    affinity_cpus: tuple[int, ...] | None = None
+
+    @property
+    def logical_core_count(self) -> int | None:
+        """Logical NeuronCores on this device: the 2.21 beta's LOGICAL NC column where shown
+        (its NEURON CORES was the physical count), else NEURON CORES (logical since 2.22, and
+        the same thing before LNC existed)."""
+        return self.logical_cores if self.logical_cores is not None else self.neuron_cores
 
 
 @dataclass(frozen=True)
@@ -93,10 +120,21 @@ class NeuronLsReport:
     @property
     def total_cores(self) -> int | None:
         """Sum of NeuronCores over all devices; None if any device does not say."""
-        counts = [d.neuron_cores for d in self.devices]
-        if not counts or any(c is None for c in counts):
+        return _total(d.neuron_cores for d in self.devices)
+
+    @property
+    def total_logical_cores(self) -> int | None:
+        """Logical NeuronCores over all devices (64 on a trn2.48xlarge with LNC=2); None if any
+        device does not say or the list is a doc example's elided one."""
+        return None if self.elided else _total(d.logical_core_count for d in self.devices)
+
+    @property
+    def logical_core_ids(self) -> tuple[int, ...] | None:
+        """Every device's logical core ids in device order; None unless every device lists
+        them (SDK 2.29's NEURON CORE IDS / `neuroncore_ids`)."""
+        if self.elided or not self.devices or any(d.core_ids is None for d in self.devices):
             return None
-        return sum(c for c in counts if c is not None)
+        return tuple(i for d in self.devices for i in d.core_ids or ())
 
 
 @dataclass(frozen=True)
@@ -108,6 +146,13 @@ class NeuronTopology:
     links: tuple[tuple[int, int], ...]
     # The diagram's rows of device ids as drawn (empty when the output had no diagram).
     grid: tuple[tuple[int, ...], ...] = ()
+
+
+def _total(counts: Iterable[int | None]) -> int | None:
+    values = list(counts)
+    if not values or any(c is None for c in values):
+        return None
+    return sum(c for c in values if c is not None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,6 +374,7 @@ def _device_from_group(group: list[dict[str, str]]) -> NeuronDevice:
     if "core_ids" in first and first["core_ids"] not in _NA:
         core_ids = _id_ranges(first["core_ids"])
     numa = _opt_int(first.get("numa_node"), "NUMA NODE")
+    affinity = _opt_text(first.get("cpu_affinity"))
     return NeuronDevice(
         index=index,
         neuron_cores=_opt_int(first.get("cores"), "NEURON CORES"),
@@ -338,8 +384,9 @@ def _device_from_group(group: list[dict[str, str]]) -> NeuronDevice:
         processes=tuple(processes),
         core_ids=core_ids,
         logical_cores=_opt_int(first.get("logical_cores"), "LOGICAL NC"),
-        cpu_affinity=_opt_text(first.get("cpu_affinity")),
+        cpu_affinity=affinity,
         numa_node=None if numa is None or numa < 0 else numa,
+        affinity_cpus=None if affinity is None else parse_cpu_list(affinity),
     )
 
 
@@ -462,6 +509,7 @@ def _device_from_json(entry: object) -> tuple[NeuronDevice, int | None]:
                 )
             )
     numa = _json_opt_int(entry.get("numa_node"), "numa_node")
+    affinity = _opt_text(_json_opt_str(entry.get("cpu_affinity"), "cpu_affinity"))
     device = NeuronDevice(
         index=index,
         neuron_cores=_json_opt_int(entry.get("nc_count"), "nc_count"),
@@ -470,8 +518,9 @@ def _device_from_json(entry: object) -> tuple[NeuronDevice, int | None]:
         bdf=_json_opt_str(entry.get("bdf"), "bdf"),
         processes=tuple(processes),
         core_ids=core_ids,
-        cpu_affinity=_json_opt_str(entry.get("cpu_affinity"), "cpu_affinity"),
+        cpu_affinity=affinity,
         numa_node=None if numa is None or numa < 0 else numa,
+        affinity_cpus=None if affinity is None else parse_cpu_list(affinity),
     )
     lnc = _json_opt_int(entry.get("logical_neuroncore_config"), "logical_neuroncore_config")
     return device, lnc
@@ -510,6 +559,62 @@ def _json_int_items(value: object, field: str) -> Iterable[int]:
             raise TelemetryParseError(SOURCE, f"{field} contains null")
         out.append(number)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Both forms
+
+
+def combine_reports(*reports: NeuronLsReport) -> NeuronLsReport:
+    """One report from several outputs of the same neuron-ls (`--json-output`, then the table):
+    each device's fields come from the first report that gives them, its processes from the
+    first report that lists the device; devices listed by any report are kept, by index. The
+    result is elided only if every report was (one complete list makes the union complete)."""
+    if not reports:
+        raise ValueError("combine_reports needs at least one report")
+    by_index: dict[int, NeuronDevice] = {}
+    for report in reports:
+        for device in report.devices:
+            known = by_index.get(device.index)
+            by_index[device.index] = device if known is None else _fill(known, device)
+    errors = [r.error for r in reports if r.error]
+    return NeuronLsReport(
+        instance_type=_first(r.instance_type for r in reports),
+        instance_id=_first(r.instance_id for r in reports),
+        devices=tuple(by_index[i] for i in sorted(by_index)),
+        logical_neuroncore_config=_first(r.logical_neuroncore_config for r in reports),
+        error="; ".join(dict.fromkeys(errors)) if errors else None,
+        elided=all(r.elided for r in reports),
+    )
+
+
+def _fill(known: NeuronDevice, other: NeuronDevice) -> NeuronDevice:
+    """`known` with its None fields taken from `other` (processes stay `known`'s)."""
+    changes = {
+        f.name: getattr(other, f.name)
+        for f in dataclasses.fields(known)
+        if getattr(known, f.name) is None and getattr(other, f.name) is not None
+    }
+    return dataclasses.replace(known, **changes) if changes else known
+
+
+def _first(values: Iterable[object]) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """A Linux cpulist ("0-47,96-143", "5", "0,2,4-7") as sorted distinct CPU ids."""
+    out: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d{1,6})\s*(?:-\s*(\d{1,6})\s*)?", part)
+        if not m:
+            raise TelemetryParseError(SOURCE, "unreadable CPU list", text)
+        low = int(m.group(1))
+        high = int(m.group(2)) if m.group(2) else low
+        if high < low or high - low > 65536:
+            raise TelemetryParseError(SOURCE, "bad CPU range", text)
+        out.update(range(low, high + 1))
+    return tuple(sorted(out))
 
 
 # --------------------------------------------------------------------------------------------
