@@ -8,6 +8,8 @@ import pytest
 
 from neurotui.sources.neuron_ls import (
     NeuronProcess,
+    combine_reports,
+    parse_cpu_list,
     parse_neuron_ls,
     parse_neuron_ls_json,
     parse_neuron_ls_table,
@@ -157,6 +159,79 @@ def test_trn2_2_29_core_ids_cpu_affinity_numa():
     assert report.devices[15].numa_node == 1
 
 
+# The 2.29 capture's two CPU AFFINITY values, written out as the CPU ids they name.
+NUMA0_CPUS = (*range(0, 48), *range(96, 144))
+NUMA1_CPUS = (*range(48, 96), *range(144, 192))
+# Devices the 2.29 capture prints on NUMA node 1 (the rest are on node 0).
+NUMA1_DEVICES = {0, 1, 2, 3, 12, 13, 14, 15}
+
+
+def test_trn2_2_29_64_logical_cores_and_each_devices_affinity():
+    report = parse_neuron_ls(load("neuron-ls_trn2n.48xlarge_default_docs-2.29.txt"))
+    assert report.logical_neuroncore_config == 2
+    assert len(report.devices) == 16
+    assert report.total_logical_cores == 64
+    assert report.logical_core_ids == tuple(range(64))
+    for dev in report.devices:
+        assert dev.logical_core_count == 4
+        assert dev.core_ids == tuple(range(4 * dev.index, 4 * dev.index + 4))
+        on_node1 = dev.index in NUMA1_DEVICES
+        assert dev.numa_node == (1 if on_node1 else 0)
+        assert dev.cpu_affinity == ("48-95,144-191" if on_node1 else "0-47,96-143")
+        assert dev.affinity_cpus == (NUMA1_CPUS if on_node1 else NUMA0_CPUS)
+    assert len(report.devices[0].affinity_cpus or ()) == 96
+
+
+def test_trn2_2_21_counts_logical_not_physical_cores():
+    report = parse_neuron_ls(
+        load("neuron-ls_trn2n.48xlarge_default_docs-2.21-logical-nc-column.txt")
+    )
+    assert report.total_cores == 128  # NEURON CORES: physical in this beta
+    assert report.total_logical_cores == 64  # LOGICAL NC
+    assert report.logical_core_ids is None  # no NEURON CORE IDS column
+    assert report.logical_neuroncore_config is None  # no header line in this beta
+    assert all(d.cpu_affinity is None and d.affinity_cpus is None for d in report.devices)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "neuron-ls_trn2n.48xlarge_default_docs-2.22.txt",
+        "neuron-ls_trn2n.48xlarge_wide_docs-2.29.txt",
+        "neuron-ls_trn2n.48xlarge_show-all-procs_docs-2.29.txt",
+        "neuron-ls_trn2n.48xlarge_topology_docs-2.29.txt",
+    ],
+)
+def test_trn2_tables_without_affinity_columns(name):
+    report = parse_neuron_ls(load(name))
+    assert report.logical_neuroncore_config == 2
+    assert report.total_logical_cores == 64
+    assert report.logical_core_ids is None
+    for dev in report.devices:
+        assert (dev.cpu_affinity, dev.affinity_cpus, dev.numa_node) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "neuron-ls_inf1.6xlarge_default_docs-2.8.txt",
+        "neuron-ls_inf1.xlarge_2019-format_docs.txt",
+        "neuron-ls_inf1.6xlarge_runtime1.x-era_docs-2020.txt",
+        "neuron-ls_trn1.2xlarge_idle_real-capture_gnosia93-xla-torch.txt",
+        "neuron-ls_trn1.32xlarge_with-pids_real-capture_data-on-eks.txt",
+        "neuron-ls_inf2.xlarge_idle_eks-docs-example.txt",
+    ],
+)
+def test_older_formats_have_no_lnc_or_affinity(name):
+    report = parse_neuron_ls(load(name))
+    assert report.logical_neuroncore_config is None
+    assert report.devices
+    for dev in report.devices:
+        assert dev.logical_core_count == dev.neuron_cores
+        assert (dev.cpu_affinity, dev.affinity_cpus, dev.numa_node) == (None, None, None)
+    assert report.total_logical_cores == report.total_cores
+
+
 def test_trn2_2_22_default():
     report = parse_neuron_ls(load("neuron-ls_trn2n.48xlarge_default_docs-2.22.txt"))
     assert report.logical_neuroncore_config == 2
@@ -213,6 +288,7 @@ def test_json_trn1_2xlarge_real_capture():
     assert dev.index == 0
     assert dev.bdf == "0000:00:1e.0"
     assert dev.cpu_affinity == "0-7"
+    assert dev.affinity_cpus == tuple(range(8))
     assert dev.numa_node is None  # "-1": unknown
     assert dev.connected_devices is None  # null
     assert dev.neuron_cores == 2
@@ -239,6 +315,65 @@ def test_json_doc_elision_keeps_listed_devices(name):
     assert report.device(15).processes == (
         NeuronProcess(113985, "neuron-bench exec --run-as-cc-neff --...", "2.0.0"),
     )
+
+
+def test_json_2_29_affinity_cpus_and_elided_totals():
+    report = parse_neuron_ls(load("neuron-ls_trn2n.48xlarge_json_docs-2.29_elided.txt"))
+    assert report.device(0).affinity_cpus == NUMA1_CPUS
+    assert report.device(15).affinity_cpus == NUMA1_CPUS
+    assert report.device(15).numa_node == 1
+    # Devices 1 to 14 are elided: no totals that would count only two devices.
+    assert report.total_logical_cores is None and report.logical_core_ids is None
+
+
+def test_json_2_22_has_no_affinity():
+    report = parse_neuron_ls(load("neuron-ls_trn2n.48xlarge_json_docs-2.22_elided.txt"))
+    dev = report.device(0)
+    assert (dev.cpu_affinity, dev.affinity_cpus, dev.numa_node, dev.core_ids) == (
+        None, None, None, None)
+    assert dev.logical_core_count == 4
+
+
+def test_json_and_table_combined():
+    """What the collector records on trn2: the JSON form's devices and processes, the table's
+    instance type and the devices the doc's JSON example elides."""
+    json_report = parse_neuron_ls(load("neuron-ls_trn2n.48xlarge_json_docs-2.29_elided.txt"))
+    table = parse_neuron_ls(load("neuron-ls_trn2n.48xlarge_default_docs-2.29.txt"))
+    both = combine_reports(json_report, table)
+    assert both.instance_type == "trn2n.48xlarge"
+    assert both.elided is False
+    assert [d.index for d in both.devices] == list(range(16))
+    assert both.total_logical_cores == 64
+    assert both.logical_core_ids == tuple(range(64))
+    # Device 0: the JSON form's fields first, so its processes and its short BDF.
+    assert both.device(0).bdf == "cc:00.0"
+    assert both.device(0).processes == json_report.device(0).processes
+    assert both.device(0).processes[0].pid == 113985
+    # Device 5 only the table lists: its process list is the table's (no PID column: none).
+    assert both.device(5) == table.device(5)
+    assert both.device(5).affinity_cpus == NUMA0_CPUS and both.device(5).numa_node == 0
+    # A JSON form without affinity is filled in from the table that has it.
+    old_json = parse_neuron_ls(load("neuron-ls_trn2n.48xlarge_json_docs-2.22_elided.txt"))
+    filled = combine_reports(old_json, table).device(15)
+    assert filled.affinity_cpus == NUMA1_CPUS and filled.core_ids == (60, 61, 62, 63)
+    assert combine_reports(json_report).elided is True
+    with pytest.raises(ValueError):
+        combine_reports()
+
+
+@pytest.mark.parametrize(
+    ("text", "cpus"),
+    [("0-7", tuple(range(8))), ("5", (5,)), ("0,2,4-6", (0, 2, 4, 5, 6)),
+     (" 3 - 4 , 1", (1, 3, 4))],
+)
+def test_cpu_list(text, cpus):
+    assert parse_cpu_list(text) == cpus
+
+
+@pytest.mark.parametrize("text", ["", "a-b", "7-3", "1,,2", "0-1-2", "-1"])
+def test_cpu_list_malformed_raises(text):
+    with pytest.raises(TelemetryParseError):
+        parse_cpu_list(text)
 
 
 def test_json_2_29_has_core_ids_and_numa():
