@@ -19,6 +19,7 @@ from neurotui.sources.neuron_monitor import (
     parse_monitor_record,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
+from tests.standins.tool_captures import monitor_record_from_doc_fragments
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
 
@@ -359,6 +360,163 @@ def test_doc_system_groups():
     summary = monitor_summary(record)
     assert summary["system_vcpu_user"] == 32.77
     assert summary["system_vcpu_system"] == 22.87
+
+
+def test_doc_2_30_whole_record_summary():
+    """The SDK 2.30 guide's fragments made one report (the trn2 stand-in's record): per logical
+    core flops, the physical split and memory by kind; errors by type, p50/p99, ECC."""
+    record = parse_monitor_record(json.dumps(monitor_record_from_doc_fragments()))
+    assert record.errors == ()
+    summary = roundtrip(monitor_summary(record))
+    assert summary["instance_type"] == "trn2n.48xlarge"
+    assert summary["device_type"] == "trainium2"
+    assert summary["neuroncore_version"] == "v3d"
+    assert summary["logical_neuroncore_config"] == 2
+    assert summary["device_count"] == 16 and summary["cores_per_device"] == 4
+    assert summary["pids"] == [0]  # as the guide's skeleton writes it
+    # The two logical cores the fragments show, nothing invented for the other 62.
+    assert [c["core"] for c in summary["cores"]] == [0, 1]
+    core0, core1 = summary["cores"]
+    assert (core0["util"], core0["flops"]) == (42.01, 1234567891011)
+    assert (core1["util"], core1["flops"]) == (42.02, 1234567891021)
+    assert core0["effective_flops"] is None  # not in the 2.30 fragment
+    assert core0["physical"] == [
+        {"name": "nc_v3.0", "util": 21.01},
+        {"name": "nc_v3.1", "util": 63.01},
+    ]
+    assert core1["physical"] == [
+        {"name": "nc_v3.2", "util": 21.02},
+        {"name": "nc_v3.3", "util": 63.02},
+    ]
+    per_core = {
+        "constants": 193986816,
+        "model_code": 176285056,
+        "model_shared_scratchpad": 0,
+        "runtime_memory": 0,
+        "tensors": 20971520,
+    }
+    assert core0["mem_by_kind"] == per_core and core1["mem_by_kind"] == per_core
+    assert core0["mem_device"] == 193986816 + 176285056 + 20971520
+    assert summary["device_mem_by_kind"] == {kind: 2 * n for kind, n in per_core.items()}
+    assert summary["device_mem_used"] == 12519788544  # the runtime's own total
+    assert summary["host_mem_by_kind"] == {
+        "application_memory": 6996594688,
+        "constants": 0,
+        "dma_buffers": 1048576,
+        "tensors": 0,
+    }
+    assert summary["exec_errors_by_type"] == {
+        "generic": 0,
+        "numerical": 0,
+        "transient": 0,
+        "model": 0,
+        "runtime": 0,
+        "hardware": 0,
+    }
+    assert summary["exec_errors"] == 0
+    assert summary["exec_by_status"]["completed"] == 123
+    assert summary["exec_by_status"]["failed_to_queue"] == 0
+    latency = summary["latency"]
+    assert latency["total_latency"]["p50"] == 0.01100008
+    assert latency["total_latency"]["p99"] == 0.01100012
+    assert latency["device_latency"]["p50"] == 0.01000008
+    assert latency["device_latency"]["p99"] == 0.01000012
+    assert sorted(latency["total_latency"]) == ["p0", "p1", "p100", "p25", "p50", "p75", "p99"]
+    assert summary["exec_runtimes"] == [
+        {
+            "pid": 0,
+            "tag": "my_app_1",
+            "exec_period": 1.030613214,
+            "exec_by_status": summary["exec_by_status"],
+            "exec_errors_by_type": summary["exec_errors_by_type"],
+            "latency": latency,
+        }
+    ]
+    assert summary["ecc"] == {
+        "mem_corrected": 0,
+        "mem_uncorrected": 0,
+        "sram_corrected": 0,
+        "sram_uncorrected": 0,
+    }
+    assert [d["device"] for d in summary["ecc_devices"]] == [0]
+
+
+def test_summary_sums_errors_and_takes_each_runtimes_worst_latency():
+    def runtime(pid: int, generic: int, p99: float, p50: float | None) -> dict:
+        latency = {"p99": p99} if p50 is None else {"p50": p50, "p99": p99}
+        return {
+            "pid": pid,
+            "report": {
+                "execution_stats": {
+                    "error_summary": {"generic": generic, "hardware": 1},
+                    "execution_summary": {"completed": 10},
+                    "latency_stats": {"total_latency": latency},
+                }
+            },
+        }
+
+    record = parse_monitor_record(
+        json.dumps({"neuron_runtime_data": [runtime(1, 3, 0.5, 0.25), runtime(2, 4, 0.75, None)]})
+    )
+    summary = roundtrip(monitor_summary(record))
+    assert summary["exec_errors_by_type"] == {"generic": 7, "hardware": 2}
+    assert summary["exec_errors"] == 9
+    assert summary["exec_by_status"] == {"completed": 20}
+    # Percentiles are not summed: each is the highest any runtime reported.
+    assert summary["latency"] == {"total_latency": {"p50": 0.25, "p99": 0.75}}
+    assert [r["latency"] for r in summary["exec_runtimes"]] == [
+        {"total_latency": {"p50": 0.25, "p99": 0.5}},
+        {"total_latency": {"p99": 0.75}},
+    ]
+
+
+def test_ecc_per_device_and_new_memory_kinds_kept():
+    line = json.dumps(
+        {
+            "neuron_runtime_data": [
+                {
+                    "pid": 5,
+                    "report": {
+                        "memory_used": {
+                            "neuron_runtime_used_bytes": {
+                                "usage_breakdown": {
+                                    "neuroncore_memory_usage": {
+                                        "2": {"tensors": 8, "a_future_kind": 3, "label": "x"}
+                                    }
+                                }
+                            }
+                        }
+                    },
+                }
+            ],
+            "system_data": {
+                "neuron_hw_counters": {
+                    "neuron_devices": [
+                        {"neuron_device_index": 0, "mem_ecc_corrected": 2},
+                        {"neuron_device_index": 1, "mem_ecc_corrected": 1,
+                         "sram_ecc_uncorrected": 4},
+                    ]
+                }
+            },
+        }
+    )
+    summary = roundtrip(monitor_summary(parse_monitor_record(line)))
+    assert summary["cores"][0]["mem_by_kind"] == {"tensors": 8, "a_future_kind": 3}
+    assert summary["cores"][0]["mem_device"] == 11
+    assert summary["device_mem_by_kind"] == {"tensors": 8, "a_future_kind": 3}
+    assert summary["ecc"] == {
+        "mem_corrected": 3,
+        "mem_uncorrected": None,
+        "sram_corrected": None,
+        "sram_uncorrected": 4,
+    }
+    assert summary["ecc_devices"][1] == {
+        "device": 1,
+        "mem_corrected": 1,
+        "mem_uncorrected": None,
+        "sram_corrected": None,
+        "sram_uncorrected": 4,
+    }
 
 
 @pytest.mark.parametrize(
