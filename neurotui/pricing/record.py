@@ -8,9 +8,13 @@ from neurotui.pricing.resolve import PriceInfo
 
 
 def price_record(price: PriceInfo) -> dict[str, Any]:
-    """meta.json's `price`: the figure (or null), where it came from and how old it is."""
+    """meta.json's `price`: the figure (or null), where it came from and how old it is.
+
+    `region` is the instance's region; `price_region` the region the figure is published for
+    (null for a price the user stated, or no price)."""
     return {"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
-            "spot": price.spot, "region": price.region, "note": price.note}
+            "spot": price.spot, "region": price.region, "price_region": price.price_region,
+            "note": price.note}
 
 
 def instance_record(price: PriceInfo) -> dict[str, Any] | None:

@@ -4,7 +4,8 @@ Order: the user's --price-per-hour; else the instance type (user override, then 
 detected from neuron-ls/neuron-monitor, then IMDS) priced live (if asked and possible) or from
 the table (user file over built-in). Whatever is missing or invalid gives `usd_per_hour=None`
 and the reason in `note`: no price is better than a wrong one, because every samples-per-dollar
-figure is derived from it.
+figure is derived from it. A table price is that of the instance's region only: a region the
+table has no price for gives no price, with a note naming the region, never another region's.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ _HOW_TO_FIX = "pass --price-per-hour"
 class PriceInfo:
     """The price of this run, where it came from, and `note`: the line shown to the user.
 
-    `region` is the instance's region when known (override or IMDS), not necessarily the
-    region of the price: the note says when a table price is from us-east-1 instead.
+    `region` is the instance's region when known (override or IMDS); `price_region` is the
+    region the figure is published for (None: stated by the user, or no price). They differ
+    only when the instance's region is unknown and the note says whose price it is.
     """
 
     instance_type: str | None
@@ -53,6 +55,7 @@ class PriceInfo:
     note: str
     instance_source: str | None = None
     """Who named the instance type: "override", the caller's detector ("neuron-ls"), "imds"."""
+    price_region: str | None = None
 
     @property
     def known(self) -> bool:
@@ -150,7 +153,7 @@ def resolve_price(
                 note = (f"{itype} {fmt.price(usd)}/h on-demand {shown} "
                         f"(AWS Pricing API, {got.as_of})")
                 return PriceInfo(itype, region, usd, got.source, got.as_of, False,
-                                 _with(note, warnings), isource)
+                                 _with(note, warnings), isource, live_region)
         else:
             warnings.append(f"live price unavailable: {got.reason}")
 
@@ -159,11 +162,27 @@ def resolve_price(
     except UnknownInstanceError as exc:
         return _none(itype, region, False, _with(f"no price: {exc}", warnings), isource)
     if found is None:
-        where = " or ".join(dict.fromkeys(r for r in (region, REFERENCE_REGION) if r))
-        note = (f"no price: {itype} has no confirmed {where} price in "
-                f"{table.describe_origins()}; {_HOW_TO_FIX}")
+        note = _no_table_price(itype, region, table)
         return _none(itype, region, False, _with(note, warnings), isource)
     return _from_table(itype, isource, region, found, warnings)
+
+
+def _no_table_price(itype: str, region: str | None, table: PriceTable) -> str:
+    """Why the table gives no price, naming the region and the regions it does have."""
+    priced = table.priced_regions(itype)
+    origins = table.describe_origins()
+    if not priced:
+        where = f"for {region} in {origins}, nor for any other region" if region else \
+            f"for any region in {origins}"
+        return f"no price: {itype} has no on-demand price {where}; {_HOW_TO_FIX}"
+    listed = ", ".join(priced)
+    if region is None:
+        return (f"no price: {itype}: region unknown and {origins} has no {REFERENCE_REGION} "
+                f"price for it (priced for {listed}); pass --region or {_HOW_TO_FIX}")
+    # Said outright: a figure for another region is not this region's price.
+    return (f"no price: {itype} has no on-demand price for {region} in {origins}; it is "
+            f"priced for {listed} only, and another region's price is never used for "
+            f"{region}; {_HOW_TO_FIX}")
 
 
 def _from_override(itype: str | None, isource: str | None, region: str | None, spot: bool,
@@ -201,30 +220,29 @@ def _spot(itype: str, isource: str | None, region: str | None, live: bool,
     detail = f"EC2 spot price history, {got.as_of}" + (f"; {got.reason}" if got.reason else "")
     note = f"{itype} {fmt.price(usd)}/h spot {region} ({detail})"
     return PriceInfo(itype, region, usd, got.source, got.as_of, True, _with(note, warnings),
-                     isource)
+                     isource, region)
 
 
 def _from_table(itype: str, isource: str | None, region: str | None, found: TablePrice,
                 warnings: list[str]) -> PriceInfo:
     if found.builtin:
         origin, source = "built-in table", SOURCE_BUILTIN
+        # The built-in table cites a source per price; a user file is its own source.
+        cite = f"; {found.source}"
     else:
         origin, source = f"price file {found.origin}", SOURCE_USER_FILE
+        cite = ""
     detail = f"{origin}, as of {found.as_of}" if found.as_of else origin
     price = f"{itype} {fmt.price(found.usd_per_hour)}/h on-demand"
     if found.region is None:  # a user price for any region
         head = f"{price} {region}" if region else price
-    elif region is None:
+    else:  # lookup_price gives another region's price only when the region is unknown
         head = f"{price} {found.region}"
-        detail += f"; region unknown, this is the {found.region} price"
-    elif found.region == region:
-        head = f"{price} {region}"
-    else:
-        head = f"{price} {found.region} price"
-        detail += (f"; the table is {found.region} only, {region} may differ: {_HOW_TO_FIX}")
-    note = _with(f"{head} ({detail})", warnings)
+        if region is None:
+            detail += f"; region unknown, this is the {found.region} price"
+    note = _with(f"{head} ({detail}{cite})", warnings)
     return PriceInfo(itype, region, found.usd_per_hour, source, found.as_of, False, note,
-                     isource)
+                     isource, found.region)
 
 
 def _none(itype: str | None, region: str | None, spot: bool, note: str,

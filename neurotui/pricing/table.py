@@ -1,9 +1,10 @@
 """The price and spec table: built-in data (prices.toml) merged with an optional user file.
 
 Prices are dated facts, so every price carries its region, source, date and the file it came
-from. A bad entry is refused with a message naming the file and the entry, because a silently
-wrong price would make every samples-per-dollar figure wrong. A broken user file never breaks
-the built-in table: `builtin_table()` does not depend on it.
+from, and a price for one region is never returned for another (`lookup_price`). A bad entry is
+refused with a message naming the file and the entry, because a silently wrong price would
+make every samples-per-dollar figure wrong. A broken user file never breaks the built-in table:
+`builtin_table()` does not depend on it.
 
 User file (same schema as prices.toml, every key optional except what an entry needs):
 
@@ -14,7 +15,7 @@ User file (same schema as prices.toml, every key optional except what an entry n
 
     [instances."trn1.2xlarge"]
     usd_per_hour = 1.21         # overrides the built-in price
-    regions = { "eu-west-1" = 1.48 }
+    regions = { "eu-west-1" = 1.48, "eu-north-1" = { usd_per_hour = 1.3, as_of = 2026-08-02 } }
 
     [instances."x9.large"]      # a new type: specs and/or a price
     usd_per_hour = 2.0
@@ -43,7 +44,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 FORMAT_VERSION = 1
 REFERENCE_REGION = "us-east-1"
-"""The region of the built-in prices."""
+"""The region whose price is shown, labelled as such, when the instance's region is unknown."""
 MAX_USD_PER_HOUR = 1000.0
 """No single EC2 instance costs more; a larger number is a typo (per month? cents?)."""
 BUILTIN_ORIGIN = "built-in table"
@@ -55,7 +56,9 @@ _STR_SPECS = ("accelerator", "neuron_core_version")
 _PRICE_KEYS = ("usd_per_hour", "regions", "region", "source", "as_of")
 _ENTRY_KEYS = frozenset(_INT_SPECS + _FLOAT_SPECS + _STR_SPECS + _PRICE_KEYS)
 _META_KEYS = frozenset({"region", "currency", "as_of", "source"})
-_TOP_KEYS = frozenset({"format", "meta", "instances"})
+_TOP_KEYS = frozenset({"format", "meta", "sources", "instances"})
+_SOURCE_KEYS = frozenset({"text", "as_of"})
+_REGION_PRICE_KEYS = frozenset({"usd_per_hour", "source", "as_of"})
 
 
 class InvalidPriceError(ValueError):
@@ -143,7 +146,7 @@ class PriceTable:
         parts = []
         for origin in self.origins:
             if origin == BUILTIN_ORIGIN:
-                parts.append(f"the built-in table ({REFERENCE_REGION}, as of {self.as_of})")
+                parts.append(f"the built-in table (as of {self.as_of})")
             else:
                 parts.append(origin)
         return " or ".join(parts) if parts else "an empty table"
@@ -157,24 +160,30 @@ class PriceTable:
     def lookup_price(self, instance_type: str, region: str | None) -> TablePrice | None:
         """The best price for `instance_type` in `region`, or None when the table has none.
 
-        Order: the highest-priority file with a price for exactly this region or for any
-        region (user prices without a region); then the reference-region (us-east-1) price,
-        which the caller must label as such when `region` differs or is unknown.
-        Raises UnknownInstanceError for a type in no table.
+        A known region gets a price for exactly that region or a user price stated for any
+        region (the highest-priority file first), never another region's: None then, and the
+        caller says the price is unknown for that region. An unknown region (None) gets a user
+        price for any region, else the reference-region (us-east-1) price, which the caller
+        must label as that region's. Raises UnknownInstanceError for a type in no table.
         """
         if instance_type not in self:
             raise UnknownInstanceError(instance_type, self)
         candidates = self.prices.get(instance_type, ())
         for origin in self.origins:
             mine = [p for p in candidates if p.origin == origin]
-            for want in (region, None):
+            for want in dict.fromkeys((region, None)):
                 for price in mine:
                     if price.region == want:
                         return price
-        for price in candidates:
-            if price.region == REFERENCE_REGION:
-                return price
+        if region is None:
+            for price in candidates:
+                if price.region == REFERENCE_REGION:
+                    return price
         return None
+
+    def priced_regions(self, instance_type: str) -> list[str]:
+        """The regions with a price for `instance_type` in any of the tables, sorted."""
+        return sorted({p.region for p in self.prices.get(instance_type, ()) if p.region})
 
     def merged(self, over: PriceTable) -> PriceTable:
         """This table overridden/extended by `over` (its prices and stated specs win)."""
@@ -279,6 +288,7 @@ class _Parser:
     def __init__(self, origin: str) -> None:
         self.origin = origin
         self.builtin = origin == BUILTIN_ORIGIN
+        self.sources: dict[str, tuple[str, str | None]] = {}
 
     def fail(self, where: str, why: str) -> PriceTableError:
         return PriceTableError(f"{self.origin}: {where}: {why}")
@@ -301,11 +311,10 @@ class _Parser:
         if meta.get("currency", "USD") != "USD":
             raise self.fail("meta.currency", f"{meta['currency']!r}: only USD is supported")
         region = self.opt_str(meta, "region", "meta")
-        if self.builtin:
-            region = region or REFERENCE_REGION
         source = self.opt_str(meta, "source", "meta") or (
             BUILTIN_ORIGIN if self.builtin else f"user price file {self.origin}")
         as_of = self.opt_date(meta, "as_of", "meta")
+        self.sources = self.parse_sources(doc.get("sources", {}))
 
         instances = doc.get("instances", {})
         if not isinstance(instances, dict):
@@ -333,6 +342,31 @@ class _Parser:
                 prices[name] = found
         return PriceTable(specs, prices, (self.origin,), as_of)
 
+    def parse_sources(self, sources: object) -> dict[str, tuple[str, str | None]]:
+        """[sources."<id>"] tables: id -> (text, as_of), for prices that cite them by id."""
+        if not isinstance(sources, dict):
+            raise self.fail("sources", 'must be a table of [sources."<id>"] entries')
+        found: dict[str, tuple[str, str | None]] = {}
+        for key, entry in sources.items():
+            where = f'sources."{key}"'
+            if not isinstance(entry, dict):
+                raise self.fail(where, "must be a table")
+            unknown = sorted(set(entry) - _SOURCE_KEYS)
+            if unknown:
+                raise self.fail(where, f"unknown key(s) {', '.join(unknown)} "
+                                f"(known: {', '.join(sorted(_SOURCE_KEYS))})")
+            text = self.opt_str(entry, "text", where)
+            if text is None:
+                raise self.fail(f"{where}.text", "missing: say what the source is and where")
+            found[key] = (text, self.opt_date(entry, "as_of", where))
+        return found
+
+    def cited(self, value: str | None) -> tuple[str | None, str | None]:
+        """A price's source: the text and date of a [sources] id, or free text (no date)."""
+        if value is None:
+            return None, None
+        return self.sources.get(value, (value, None))
+
     def spec(self, name: str, entry: dict[str, Any], where: str) -> InstanceSpec:
         values: dict[str, Any] = {}
         for key in _INT_SPECS:
@@ -355,19 +389,48 @@ class _Parser:
     def prices(self, name: str, entry: dict[str, Any], where: str, region: str | None,
                source: str, as_of: str | None) -> tuple[TablePrice, ...]:
         region = self.opt_str(entry, "region", where) or region
-        source = self.opt_str(entry, "source", where) or source
-        as_of = self.opt_date(entry, "as_of", where) or as_of
+        cited, cited_as_of = self.cited(self.opt_str(entry, "source", where))
+        source = cited or source
+        as_of = self.opt_date(entry, "as_of", where) or cited_as_of or as_of
         found: list[TablePrice] = []
         if "usd_per_hour" in entry:
             usd = self.price(entry["usd_per_hour"], f"{where}.usd_per_hour")
-            found.append(TablePrice(name, usd, region, source, as_of, self.origin))
+            found.append(self.checked(TablePrice(name, usd, region, source, as_of, self.origin),
+                                      f"{where}.usd_per_hour"))
         others = entry.get("regions", {})
         if not isinstance(others, dict):
             raise self.fail(f"{where}.regions", 'must be a table like { "us-west-2" = 1.5 }')
         for other_region, value in others.items():
-            usd = self.price(value, f'{where}.regions."{other_region}"')
-            found.append(TablePrice(name, usd, other_region, source, as_of, self.origin))
+            at = f'{where}.regions."{other_region}"'
+            if not isinstance(other_region, str) or not other_region.strip():
+                raise self.fail(at, "must name a region")
+            if isinstance(value, dict):
+                unknown = sorted(set(value) - _REGION_PRICE_KEYS)
+                if unknown:
+                    raise self.fail(at, f"unknown key(s) {', '.join(unknown)} "
+                                    f"(known: {', '.join(sorted(_REGION_PRICE_KEYS))})")
+                if "usd_per_hour" not in value:
+                    raise self.fail(at, "usd_per_hour missing")
+                usd = self.price(value["usd_per_hour"], f"{at}.usd_per_hour")
+                text, text_as_of = self.cited(self.opt_str(value, "source", at))
+                price = TablePrice(name, usd, other_region.strip(), text or source,
+                                   self.opt_date(value, "as_of", at) or text_as_of or as_of,
+                                   self.origin)
+            else:
+                usd = self.price(value, at)
+                price = TablePrice(name, usd, other_region.strip(), source, as_of, self.origin)
+            found.append(self.checked(price, at))
         return tuple(found)
+
+    def checked(self, price: TablePrice, where: str) -> TablePrice:
+        """A built-in price must say where it holds, where it comes from and how old it is."""
+        if self.builtin:
+            missing = [k for k in ("region", "as_of") if getattr(price, k) is None]
+            if price.source == BUILTIN_ORIGIN:
+                missing.append("source")
+            if missing:
+                raise self.fail(where, f"a built-in price needs its {', '.join(missing)}")
+        return price
 
     def price(self, value: object, where: str) -> float:
         try:

@@ -13,6 +13,7 @@ from neurotui import fmt
 from neurotui.pricing import live
 from neurotui.pricing.imds import InstanceIdentity
 from neurotui.pricing.live import LivePrice
+from neurotui.pricing.record import price_record
 from neurotui.pricing.resolve import PriceInfo, resolve_price
 from neurotui.pricing.table import (
     BUILTIN_ORIGIN,
@@ -25,6 +26,7 @@ from neurotui.pricing.table import (
     load_table,
     normalize_instance_type,
     parse_price,
+    parse_price_text,
 )
 
 # pricing.md, us-east-1 on-demand, 2026-07-20
@@ -34,6 +36,13 @@ EXPECTED_PRICES = {
     "inf2.xlarge": 0.7582, "inf2.8xlarge": 1.96786, "inf2.24xlarge": 6.49063,
     "inf2.48xlarge": 12.98127, "p4d.24xlarge": 21.957642, "p5.48xlarge": 55.04,
     "g5.xlarge": 1.006, "g5.12xlarge": 5.672, "g6.xlarge": 0.8048, "p3.2xlarge": 3.06,
+}
+# SkyPilot's AWS catalog (catalogs/v8/aws/vms.csv @00148f2a), read 2026-11-27: other regions
+OTHER_REGIONS = {
+    ("trn1.2xlarge", "us-west-2"): 1.34375, ("trn1.32xlarge", "us-east-2"): 21.5,
+    ("trn1n.32xlarge", "us-west-2"): 24.78, ("inf2.xlarge", "eu-west-1"): 0.94775,
+    ("inf2.8xlarge", "eu-central-1"): 2.95179, ("inf2.24xlarge", "ap-northeast-1"): 9.73595,
+    ("inf2.48xlarge", "eu-west-1"): 16.22658,
 }
 NO_IMDS = {"use_imds": False}
 
@@ -60,7 +69,48 @@ def test_builtin_prices_match_the_reference() -> None:
         assert price is not None and price.usd_per_hour == usd, name
         assert price.region == "us-east-1" and price.as_of == "2026-07-20"
         assert price.builtin and "Karpenter" in price.source
-    assert table.as_of == "2026-07-20"
+    assert table.as_of == "2026-11-27"
+
+
+def test_builtin_prices_in_other_regions_carry_their_own_source_and_date() -> None:
+    table = builtin_table()
+    for (name, region), usd in OTHER_REGIONS.items():
+        price = table.lookup_price(name, region)
+        assert price is not None and (price.usd_per_hour, price.region) == (usd, region)
+        assert "SkyPilot" in price.source and "00148f2a" in price.source
+        assert price.as_of == "2026-11-27"
+
+
+def test_every_builtin_price_has_region_source_and_date() -> None:
+    table = builtin_table()
+    prices = [p for entries in table.prices.values() for p in entries]
+    assert len(prices) == 43
+    for price in prices:
+        assert price.region and price.as_of and price.source != BUILTIN_ORIGIN, price
+        assert "AWS Pricing API" in price.source
+
+
+def test_a_region_without_a_price_gets_none_never_us_east_1s() -> None:
+    table = builtin_table()
+    assert table.lookup_price("inf2.xlarge", "sa-east-1") is None
+    assert table.lookup_price("p5.48xlarge", "us-west-2") is None  # us-east-1 only
+    assert table.priced_regions("p5.48xlarge") == ["us-east-1"]
+    assert table.priced_regions("inf2.xlarge") == [
+        "ap-northeast-1", "eu-central-1", "eu-west-1", "us-east-1", "us-east-2", "us-west-2"]
+    # the region unknown: the us-east-1 figure, which the caller labels as such
+    assert table.lookup_price("inf2.xlarge", None).region == "us-east-1"
+
+
+def test_a_builtin_price_without_source_or_date_is_refused() -> None:
+    with pytest.raises(PriceTableError, match="needs its as_of"):
+        parse_price_text('[instances."x9.large"]\nregions = { "us-east-1" = '
+                         '{ usd_per_hour = 1.0, source = "somewhere" } }\n', BUILTIN_ORIGIN)
+    with pytest.raises(PriceTableError, match="needs its region"):
+        parse_price_text('[instances."x9.large"]\nusd_per_hour = 1.0\nsource = "s"\n'
+                         'as_of = 2026-01-01\n', BUILTIN_ORIGIN)
+    with pytest.raises(PriceTableError, match="needs its source"):
+        parse_price_text('[instances."x9.large"]\nregions = { "us-east-1" = '
+                         '{ usd_per_hour = 1.0, as_of = 2026-01-01 } }\n', BUILTIN_ORIGIN)
 
 
 def test_trn2_has_specs_but_no_invented_price() -> None:
@@ -95,7 +145,7 @@ def test_unknown_instance_message_suggests_close_names() -> None:
     message = str(err.value)
     assert "unknown instance type 'trn1.2xlarg'" in message
     assert "did you mean 'trn1.2xlarge'" in message
-    assert "built-in table (us-east-1, as of 2026-07-20)" in message
+    assert "built-in table (as of 2026-11-27)" in message
     assert "--price-per-hour" in message
 
 
@@ -151,6 +201,27 @@ neuron_cores = 4
     assert builtin_table().lookup_price("trn1.2xlarge", None).usd_per_hour == 1.34375
 
 
+def test_user_file_regional_prices_cite_sources(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+[sources.invoice]
+text = "our August invoice"
+as_of = 2026-08-31
+
+[instances."trn1.2xlarge"]
+regions."eu-north-1" = { usd_per_hour = 1.3, source = "invoice" }
+regions."eu-west-1" = { usd_per_hour = 1.4, source = "a quote", as_of = 2026-09-02 }
+""")
+    table = load_table(path)
+    north = table.lookup_price("trn1.2xlarge", "eu-north-1")
+    assert (north.usd_per_hour, north.source, north.as_of) == (
+        1.3, "our August invoice", "2026-08-31")
+    west = table.lookup_price("trn1.2xlarge", "eu-west-1")
+    assert (west.usd_per_hour, west.source, west.as_of) == (1.4, "a quote", "2026-09-02")
+    # the user's regions add to the built-in ones; a third region stays unpriced
+    assert table.lookup_price("trn1.2xlarge", "us-west-2").builtin
+    assert table.lookup_price("trn1.2xlarge", "eu-south-1") is None
+
+
 def test_user_file_region_scoped_price(tmp_path: Path) -> None:
     path = write(tmp_path, """
 [meta]
@@ -186,6 +257,11 @@ def test_default_user_file_is_used_when_present(tmp_path: Path) -> None:
     ('[instances."trn1.2xlarge"]\nusd_per_hr = 1.3\n', "unknown key(s) usd_per_hr"),
     ('[instances."trn1.2xlarge"]\nregions = { "eu-west-1" = -2 }\n',
      'regions."eu-west-1": bad price'),
+    ('[instances."trn1.2xlarge"]\nregions = { "eu-west-1" = { source = "x" } }\n',
+     'regions."eu-west-1": usd_per_hour missing'),
+    ('[instances."trn1.2xlarge"]\nregions = { "eu-west-1" = { usd_per_hour = 1, usd = 2 } }\n',
+     'regions."eu-west-1": unknown key(s) usd'),
+    ('[sources.x]\nas_of = 2026-01-01\n', 'sources."x".text: missing'),
     ('[instances."trn1.2xlarge"]\nvcpus = -8\n', "whole number"),
     ('[instances."not a type"]\nusd_per_hour = 1\n', "not an instance type name"),
     ('[meta]\ncurrency = "EUR"\n', "only USD"),
@@ -212,22 +288,42 @@ def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
 
 def test_resolve_from_builtin_table() -> None:
     info = resolve_price(instance_type="trn1.2xlarge", region="us-east-1", **NO_IMDS)
+    source = builtin_table().lookup_price("trn1.2xlarge", "us-east-1").source
     assert info == PriceInfo("trn1.2xlarge", "us-east-1", 1.34375, "builtin", "2026-07-20",
                              False, "trn1.2xlarge $1.34375/h on-demand us-east-1 "
-                             "(built-in table, as of 2026-07-20)", "override")
+                             f"(built-in table, as of 2026-07-20; {source})", "override",
+                             "us-east-1")
     assert info.known
 
 
-def test_resolve_other_region_says_table_is_us_east_1() -> None:
+def test_resolve_a_priced_region_gives_its_own_figure_source_and_date() -> None:
     info = resolve_price(instance_type="inf2.xlarge", region="eu-west-1", **NO_IMDS)
-    assert info.usd_per_hour == 0.7582 and info.region == "eu-west-1"
-    assert "us-east-1 price" in info.note
-    assert "the table is us-east-1 only, eu-west-1 may differ" in info.note
+    assert (info.usd_per_hour, info.region, info.price_region) == (0.94775, "eu-west-1",
+                                                                   "eu-west-1")
+    assert info.as_of == "2026-11-27" and info.source == "builtin"
+    assert info.note.startswith("inf2.xlarge $0.94775/h on-demand eu-west-1 (built-in table, "
+                                "as of 2026-11-27; AWS Pricing API, via SkyPilot's catalog")
+    record = price_record(info)
+    assert (record["region"], record["price_region"], record["usd_per_hour"]) == (
+        "eu-west-1", "eu-west-1", 0.94775)
+
+
+def test_resolve_an_unpriced_region_is_unknown_naming_it() -> None:
+    info = resolve_price(instance_type="inf2.xlarge", region="sa-east-1", **NO_IMDS)
+    assert info.usd_per_hour is None and info.price_region is None and info.source == "none"
+    assert info.note.startswith("no price: inf2.xlarge has no on-demand price for sa-east-1 "
+                                "in the built-in table")
+    assert "priced for ap-northeast-1, eu-central-1, eu-west-1, us-east-1, us-east-2, " \
+           "us-west-2 only" in info.note
+    assert "another region's price is never used for sa-east-1" in info.note
+    assert "0.7582" not in info.note  # the us-east-1 figure is not shown as sa-east-1's
+    assert price_record(info)["usd_per_hour"] is None
 
 
 def test_resolve_region_unknown_says_so() -> None:
     info = resolve_price(instance_type="trn1.2xlarge", **NO_IMDS)
     assert info.usd_per_hour == 1.34375 and info.region is None
+    assert info.price_region == "us-east-1"
     assert "region unknown, this is the us-east-1 price" in info.note
 
 
@@ -241,9 +337,14 @@ def test_resolve_uses_detected_type_then_imds() -> None:
         "trn1.32xlarge", "us-east-1", 21.5, "imds")
     # an explicit override beats detection; IMDS still supplies the region
     info = resolve_price(instance_type="g5.xlarge", detected_instance_type="trn1.2xlarge",
-                         imds=lambda: InstanceIdentity("trn1.2xlarge", "us-west-2"))
-    assert (info.instance_type, info.region, info.usd_per_hour) == ("g5.xlarge", "us-west-2",
+                         imds=lambda: InstanceIdentity("trn1.2xlarge", "us-east-1"))
+    assert (info.instance_type, info.region, info.usd_per_hour) == ("g5.xlarge", "us-east-1",
                                                                      1.006)
+    # IMDS's region decides: g5.xlarge is priced for us-east-1 only, so not in us-west-2
+    info = resolve_price(instance_type="g5.xlarge",
+                         imds=lambda: InstanceIdentity("g5.xlarge", "us-west-2"))
+    assert (info.region, info.usd_per_hour) == ("us-west-2", None)
+    assert "no on-demand price for us-west-2" in info.note
 
 
 def test_resolve_not_on_ec2() -> None:
@@ -281,7 +382,11 @@ def test_resolve_unknown_type_gives_no_price() -> None:
 def test_resolve_trn2_is_unknown_not_guessed() -> None:
     info = resolve_price(instance_type="trn2.48xlarge", region="us-east-2", **NO_IMDS)
     assert info.usd_per_hour is None
-    assert "no confirmed us-east-2 or us-east-1 price" in info.note
+    assert info.note == ("no price: trn2.48xlarge has no on-demand price for us-east-2 in the "
+                         "built-in table (as of 2026-11-27), nor for any other region; pass "
+                         "--price-per-hour")
+    info = resolve_price(instance_type="trn2.48xlarge", **NO_IMDS)
+    assert info.usd_per_hour is None and "for any region" in info.note
 
 
 def test_resolve_spot_needs_a_stated_or_live_price() -> None:
