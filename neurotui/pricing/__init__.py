@@ -4,11 +4,14 @@
 - imds:    which instance are we on (IMDSv2, fails fast and quietly off EC2)
 - live:    optional live on-demand/spot prices via boto3
 - resolve: `resolve_price(...)` -> `PriceInfo`, the price of this run and its one-line note
+- peaks:   `peak_flops(core_version, dtype, lnc=...)` -> `PeakFlops` (core_peaks.toml, dated and
+           sourced) and `flops_utilization(measured, peak)`
 """
 
 from __future__ import annotations
 
 from neurotui.pricing.imds import InstanceIdentity, detect_instance
+from neurotui.pricing.peaks import PeakFlops, flops_utilization, peak_flops
 from neurotui.pricing.resolve import PriceInfo, resolve_price
 from neurotui.pricing.table import (
     REFERENCE_REGION,
@@ -31,6 +34,7 @@ __all__ = [
     "InstanceIdentity",
     "InstanceSpec",
     "InvalidPriceError",
+    "PeakFlops",
     "PriceInfo",
     "PriceTable",
     "PriceTableError",
@@ -39,9 +43,11 @@ __all__ = [
     "builtin_table",
     "default_user_price_file",
     "detect_instance",
+    "flops_utilization",
     "load_price_file",
     "load_table",
     "normalize_instance_type",
     "parse_price",
+    "peak_flops",
     "resolve_price",
 ]
