@@ -7,13 +7,12 @@ is invented in its place.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from neurotui.collect.streaming import StreamingTool
 from neurotui.session.writer import EventWriter
@@ -84,34 +83,66 @@ class NeuronMonitorCollector:
 
 def neuron_ls_snapshot(exe: str, writer: EventWriter, now: float,
                        timeout_s: float = 10.0) -> neuron_ls.NeuronLsReport | None:
-    """Which devices exist and which PIDs own which cores: run once, and when ranks change."""
+    """Which devices exist, which PIDs own which cores, and each device's CPU affinity and NUMA
+    node: run once, and when ranks change.
+
+    Both forms are read and combined (`neuron_ls.combine_reports`, the JSON form first):
+    `--json-output` lists the processes, which the 2.29 default table does not; the table alone
+    prints `instance-type:`. A neuron-ls too old for `--json-output` is read from its table
+    alone; only when neither form can be read is the failure recorded."""
+    reports: list[neuron_ls.NeuronLsReport] = []
+    forms: list[str] = []
+    failures: list[str] = []
+    for form, argv in (("json", [exe, "--json-output"]), ("table", [exe])):
+        report, failure = _run_neuron_ls(argv, timeout_s)
+        if report is not None:
+            reports.append(report)
+            forms.append(form)
+        elif failure is not None:
+            failures.append(failure)
+    if not reports:
+        writer.write("source_status", t=now, source="neuron-ls", ok=False,
+                     message=failures[0] if failures else "neuron-ls printed nothing")
+        return None
+    report = neuron_ls.combine_reports(*reports)
+    writer.write("neuron_devices", t=now, **neuron_devices_event(report), forms=forms)
+    return report
+
+
+def neuron_devices_event(report: neuron_ls.NeuronLsReport) -> dict[str, Any]:
+    """The `neuron_devices` event's fields (session/FORMAT.md): each device as parsed, with its
+    logical core count; totals that are None where the output does not say."""
+    devices = []
+    for device in report.devices:
+        fields = cast(dict[str, Any], _plain(device))
+        fields["logical_core_count"] = device.logical_core_count
+        devices.append(fields)
+    return {
+        "instance_type": report.instance_type,
+        "instance_id": report.instance_id,
+        "logical_neuroncore_config": report.logical_neuroncore_config,
+        "logical_cores": report.total_logical_cores,
+        "elided": report.elided,
+        "error": report.error,
+        "devices": devices,
+    }
+
+
+def _run_neuron_ls(argv: list[str], timeout_s: float
+                   ) -> tuple[neuron_ls.NeuronLsReport | None, str | None]:
+    """One neuron-ls run: its report, or why there is none."""
     try:
-        done = subprocess.run([exe, "--json-output"], capture_output=True, timeout=timeout_s,
+        done = subprocess.run(argv, capture_output=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        writer.write("source_status", t=now, source="neuron-ls", ok=False,
-                     message=f"neuron-ls failed: {exc}")
-        return None
+        return None, f"neuron-ls failed: {exc}"
     text = done.stdout.decode("utf-8", errors="replace")
     try:
-        report = neuron_ls.parse_neuron_ls(text)
+        return neuron_ls.parse_neuron_ls(text), None
     except TelemetryParseError as exc:
         err = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         detail = f" ({err[-1][:200]})" if err else ""
-        writer.write("source_status", t=now, source="neuron-ls", ok=False,
-                     message=f"neuron-ls output not understood: {exc}{detail}")
-        return None
-    if report.instance_type is None:
-        # Only the table form prints the `instance-type:` line on some SDK versions.
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired, TelemetryParseError):
-            table = subprocess.run([exe], capture_output=True, timeout=timeout_s,
-                                   stdin=subprocess.DEVNULL)
-            instance_type = neuron_ls.parse_neuron_ls(
-                table.stdout.decode("utf-8", errors="replace")).instance_type
-            report = dataclasses.replace(report, instance_type=instance_type)
-    writer.write("neuron_devices", t=now, instance_type=report.instance_type,
-                 devices=[_plain(d) for d in report.devices])
-    return report
+        return None, f"neuron-ls output not understood: {exc}{detail}"
 
 
 class NvidiaCollector:

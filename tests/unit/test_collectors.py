@@ -60,6 +60,11 @@ def test_neuron_monitor_stream_is_recorded(session, tmp_path, monkeypatch) -> No
     assert found[0] == ("trn1.2xlarge", "neuron-ls")
     devices = reader.events["neuron_devices"]
     assert devices[0]["devices"][0]["neuron_cores"] == 2
+    # The trn1 JSON capture: CPU affinity "0-7", NUMA node "-1" (unknown); no LNC header.
+    assert devices[0]["devices"][0]["affinity_cpus"] == list(range(8))
+    assert devices[0]["devices"][0]["numa_node"] is None
+    assert devices[0]["logical_neuroncore_config"] is None
+    assert devices[0]["logical_cores"] == 2
     assert (session / "neuron-monitor.json").exists()
 
 
@@ -105,3 +110,53 @@ def test_nvidia_smi_stream_is_recorded(session, tmp_path, monkeypatch) -> None:
     assert first["util"] == 95.0 and first["mem_used"] == 7650 * 1024 * 1024
     assert first["power_w"] == 81.25
     assert {e["gpus"][0]["util"] for e in gpu} == {95.0, 97.0}
+
+
+def test_trn2_capture_records_logical_cores_affinity_and_monitor_detail(
+        session, tmp_path, monkeypatch) -> None:
+    """Through the real subprocess path, the trn2 stand-in: neuron-ls's 2.29 trn2n.48xlarge
+    output and the neuron-monitor record made from the 2.30 guide's fragments."""
+    only_tools(monkeypatch, tmp_path, "neuron-monitor", "neuron-ls")
+    monkeypatch.setenv("STANDIN_CAPTURE", "trn2")
+    writer = EventWriter(session / layout.EVENTS)
+    found: list[tuple[str, str]] = []
+    telemetry = Telemetry(session, writer, time.time(),
+                          on_instance_type=lambda t, s: found.append((t, s)))
+    run_for(telemetry, 1.5, frozenset({123}))
+    telemetry.close()
+    writer.close()
+    reader = SessionReader(session).load()
+
+    (snapshot, *_) = reader.events["neuron_devices"]
+    assert snapshot["forms"] == ["json", "table"]
+    assert snapshot["instance_type"] == "trn2n.48xlarge" and found[0][0] == "trn2n.48xlarge"
+    assert snapshot["logical_neuroncore_config"] == 2
+    assert snapshot["logical_cores"] == 64
+    assert snapshot["elided"] is False  # the table lists every device the JSON example elides
+    devices = snapshot["devices"]
+    assert [d["index"] for d in devices] == list(range(16))
+    numa1 = {0, 1, 2, 3, 12, 13, 14, 15}
+    for d in devices:
+        on_node1 = d["index"] in numa1
+        assert d["numa_node"] == (1 if on_node1 else 0)
+        assert d["cpu_affinity"] == ("48-95,144-191" if on_node1 else "0-47,96-143")
+        assert d["affinity_cpus"] == (
+            [*range(48, 96), *range(144, 192)] if on_node1 else [*range(0, 48), *range(96, 144)])
+        assert d["core_ids"] == list(range(4 * d["index"], 4 * d["index"] + 4))
+        assert d["logical_core_count"] == 4
+    # Processes come from the JSON form, which names the devices it does not elide.
+    assert [p["pid"] for p in devices[15]["processes"]] == [113985]
+
+    neuron = reader.events["neuron"]
+    assert len(neuron) >= 4
+    last = neuron[-1]
+    assert last["neuroncore_version"] == "v3d" and last["logical_neuroncore_config"] == 2
+    assert [(c["core"], c["flops"]) for c in last["cores"]] == [
+        (0, 1234567891011), (1, 1234567891021)]
+    assert [p["name"] for p in last["cores"][1]["physical"]] == ["nc_v3.2", "nc_v3.3"]
+    assert last["cores"][0]["mem_by_kind"]["model_code"] == 176285056
+    assert last["device_mem_by_kind"]["tensors"] == 2 * 20971520
+    assert last["exec_errors_by_type"]["hardware"] == 0
+    assert last["latency"]["total_latency"]["p99"] == 0.01100012
+    assert last["ecc_devices"][0]["sram_uncorrected"] == 0
+    assert last["errors"] == []
