@@ -337,7 +337,10 @@ class _Parser:
             spec = self.spec(name, entry, where)
             if any(getattr(spec, f.name) is not None for f in fields(spec)[1:]):
                 specs[name] = spec
-            found = self.prices(name, entry, where, region, source, as_of)
+            # Built-in prices inherit no source or date: each must state its own.
+            found = self.prices(name, entry, where, region,
+                                BUILTIN_ORIGIN if self.builtin else source,
+                                None if self.builtin else as_of)
             if found:
                 prices[name] = found
         return PriceTable(specs, prices, (self.origin,), as_of)

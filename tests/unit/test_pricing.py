@@ -111,6 +111,11 @@ def test_a_builtin_price_without_source_or_date_is_refused() -> None:
     with pytest.raises(PriceTableError, match="needs its source"):
         parse_price_text('[instances."x9.large"]\nregions = { "us-east-1" = '
                          '{ usd_per_hour = 1.0, as_of = 2026-01-01 } }\n', BUILTIN_ORIGIN)
+    # the table's own date and description are not a price's: they are not inherited
+    with pytest.raises(PriceTableError, match="needs its as_of, source"):
+        parse_price_text('[meta]\nas_of = 2026-11-27\nsource = "the table"\n'
+                         '[instances."x9.large"]\nregions = { "us-east-1" = 1.0 }\n',
+                         BUILTIN_ORIGIN)
 
 
 def test_trn2_has_specs_but_no_invented_price() -> None:
