@@ -94,7 +94,12 @@ def neuron_ls_snapshot(exe: str, writer: EventWriter, now: float,
     forms: list[str] = []
     failures: list[str] = []
     for form, argv in (("json", [exe, "--json-output"]), ("table", [exe])):
-        report, failure = _run_neuron_ls(argv, timeout_s)
+        try:
+            report, failure = _run_neuron_ls(argv, timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            # A hung tool would hang again: the supervisor's poll waits for it only once.
+            failures.append(f"neuron-ls failed: {exc}")
+            break
         if report is not None:
             reports.append(report)
             forms.append(form)
@@ -130,11 +135,11 @@ def neuron_devices_event(report: neuron_ls.NeuronLsReport) -> dict[str, Any]:
 
 def _run_neuron_ls(argv: list[str], timeout_s: float
                    ) -> tuple[neuron_ls.NeuronLsReport | None, str | None]:
-    """One neuron-ls run: its report, or why there is none."""
+    """One neuron-ls run: its report, or why there is none (a timeout is raised)."""
     try:
         done = subprocess.run(argv, capture_output=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         return None, f"neuron-ls failed: {exc}"
     text = done.stdout.decode("utf-8", errors="replace")
     try:

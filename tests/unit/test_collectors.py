@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.collect.accelerators import neuron_ls_snapshot
 from neurotui.collect.telemetry import Telemetry
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
@@ -160,3 +161,14 @@ def test_trn2_capture_records_logical_cores_affinity_and_monitor_detail(
     assert last["latency"]["total_latency"]["p99"] == 0.01100012
     assert last["ecc_devices"][0]["sram_uncorrected"] == 0
     assert last["errors"] == []
+
+
+def test_neuron_ls_that_cannot_run_is_reported_once(session, tmp_path) -> None:
+    writer = EventWriter(session / layout.EVENTS)
+    assert neuron_ls_snapshot(str(tmp_path / "no-such-neuron-ls"), writer, time.time()) is None
+    writer.close()
+    reader = SessionReader(session).load()
+    assert "neuron_devices" not in reader.events
+    (status,) = reader.events["source_status"]
+    assert status["source"] == "neuron-ls" and status["ok"] is False
+    assert status["message"].startswith("neuron-ls failed:")
