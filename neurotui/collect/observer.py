@@ -24,6 +24,9 @@ from neurotui.sources import neuron_observer
 from neurotui.sources.parse_errors import TelemetryParseError
 
 SOURCE = "neuron-metrics-url"
+# neuron-monitor-prometheus.py refreshes its page every 5 s (its update loop sleeps 5 s):
+# scraping faster reads the same page again, whose counters then show no growth.
+DEFAULT_PERIOD_S = 5.0
 DEFAULT_TIMEOUT_S = 2.0
 # A trn2.48xlarge page with a runtime per rank is a few MB; far more is not a metrics page.
 MAX_PAGE_BYTES = 32 * 1024 * 1024
@@ -115,7 +118,7 @@ def fetch_page(url: str, timeout_s: float = DEFAULT_TIMEOUT_S,
 class ObserverCollector:
     """Scrapes `url` every `period_s` and writes each page as a `neuron` event."""
 
-    def __init__(self, url: str, writer: EventWriter, period_s: float = 1.0,
+    def __init__(self, url: str, writer: EventWriter, period_s: float = DEFAULT_PERIOD_S,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.url = check_url(url)
         self.writer = writer
