@@ -31,6 +31,7 @@ from neurotui.collect.observer import (
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
+from neurotui.sources import neuron_monitor
 from neurotui.sources.neuron_observer import observer_summary, parse_metrics
 from neurotui.sources.parse_errors import TelemetryParseError
 
@@ -58,6 +59,23 @@ def core(summary: dict, pid: int, index: int) -> dict:
 
 # --------------------------------------------------------------------------------------------
 # Parser, on the real capture
+
+
+def test_summary_has_the_neuron_monitor_shape() -> None:
+    """Views read `neuron` events without asking which source wrote them: every key the
+    neuron-monitor summary has, for the record and for each core, is here too."""
+    record = neuron_monitor.parse_monitor_record(json.dumps({"neuron_runtime_data": [{
+        "pid": 7, "neuron_runtime_tag": "7", "error": "", "report": {"neuroncore_counters": {
+            "period": 1.0, "error": "", "neuroncores_in_use": {
+                "0": {"neuroncore_utilization": 5.0}}}}}]}))
+    monitor = neuron_monitor.monitor_summary(record)
+    ours = observer_summary(parse_metrics(TEXT))
+    assert set(monitor) <= set(ours), set(monitor) - set(ours)
+    assert set(ours) - set(monitor) == {"exporter_totals", "source"}
+    assert set(ours["cores"][0]) == set(monitor["cores"][0])
+    runtime_keys = {"pid", "tag", "exec_period", "exec_by_status", "exec_errors_by_type",
+                    "latency"}
+    assert all(set(r) == runtime_keys for r in ours["exec_runtimes"])
 
 
 def test_capture_parses_whole() -> None:
