@@ -960,18 +960,19 @@ _PLAIN_NOT_TRAIN_RE = re.compile(
 # A value that stands alone ("123.4 samples/s"), not one that belongs to a key ("x=123.4").
 _FREE = r"(?<![^\s,;(\[|])"
 _PLAIN_DT_RES = (
-    re.compile(
+    # (words one of which the line must hold, in lower case; the search)
+    (("time", "dt", "elapsed", "duration"), re.compile(
         r"\b(?:time|dt|step[_ ]?time|iter[_ ]?time|elapsed|duration)\b\s{0,4}[:=]?\s{0,4}"
         rf"(?P<v>{_NUM})\s{{0,2}}(?P<unit>ms|s|sec|secs|seconds)\b",
         re.ASCII | re.IGNORECASE,
-    ),
-    re.compile(rf"{_FREE}(?P<v>{_NUM})\s{{0,2}}(?P<unit>s)/it\b", re.ASCII),
-    re.compile(rf"{_FREE}(?P<v>{_NUM})\s{{0,2}}(?P<unit>it)/s\b", re.ASCII),
+    )),
+    (("s/it",), re.compile(rf"{_FREE}(?P<v>{_NUM})\s{{0,2}}(?P<unit>s)/it\b", re.ASCII)),
+    (("it/s",), re.compile(rf"{_FREE}(?P<v>{_NUM})\s{{0,2}}(?P<unit>it)/s\b", re.ASCII)),
     # ``-- It/s: 1.69``: the rate as a key.
-    re.compile(
+    (("it/s",), re.compile(
         rf"\b(?P<unit>it)/s\s{{0,4}}[:=]\s{{0,4}}(?P<v>{_NUM}){_NUM_END}",
         re.ASCII | re.IGNORECASE,
-    ),
+    )),
 )
 _PLAIN_THROUGHPUT_RES = (
     re.compile(
@@ -993,6 +994,10 @@ def _rule_plain(text: str) -> _Fields | None:
     number, so "resuming at step 28125" or "loss scale 1024" are not steps. Lines
     naming val/eval/test/best are skipped. The two searches are separate (not one
     ``step.*loss`` regex) so a hostile line cannot make the search quadratic.
+
+    Each optional search runs only when the word it needs is in the line: several start
+    with a look-behind, which the regex engine tries at every position (about 2.5 us each
+    on a short line), and most step lines print none of them.
     """
     if "loss" not in text and "Loss" not in text and "LOSS" not in text:
         return None
@@ -1000,19 +1005,24 @@ def _rule_plain(text: str) -> _Fields | None:
     if st is None:
         return None
     lo = _PLAIN_LOSS_RE.search(text, st.end())
-    if lo is None or _PLAIN_NOT_TRAIN_RE.search(text) is not None:
+    if lo is None:
+        return None
+    lower = text.lower()
+    if ("val" in lower or "test" in lower or "dev" in lower or "best" in lower) and \
+            _PLAIN_NOT_TRAIN_RE.search(text) is not None:
         return None
     fields: _Fields = {"step": st.group("step"), "loss": lo.group("loss")}
-    for dt_re in _PLAIN_DT_RES:
-        if (d := dt_re.search(text)) is not None:
+    for needs, dt_re in _PLAIN_DT_RES:
+        if any(word in lower for word in needs) and (d := dt_re.search(text)) is not None:
             unit = d.group("unit").lower()
             key = {"ms": "dt_ms", "it": "it_per_s"}.get(unit, "dt")
             fields[key] = d.group("v")
             break
-    for tp_re in _PLAIN_THROUGHPUT_RES:
-        if (t := tp_re.search(text)) is not None:
-            fields["throughput"] = t.group("v")
-            break
+    if "sample" in lower:
+        for tp_re in _PLAIN_THROUGHPUT_RES:
+            if (t := tp_re.search(text)) is not None:
+                fields["throughput"] = t.group("v")
+                break
     return fields
 
 
