@@ -653,29 +653,67 @@ class LogFollower:
         deferred, self._deferred = self._deferred, []
         if not deferred:
             return
-        # One read per log for all its looks; each look's piece is then cut from it.
-        last_seen = {followed: size for followed, size, _ in deferred}
-        reads: dict[_Followed, _Pieces] = {}
+        # One read per log for all its looks; each line is stamped by the look that first
+        # saw it whole.
+        looks: dict[_Followed, list[tuple[int, float]]] = {}
         for followed, size, stamp in deferred:
-            pieces = reads.get(followed)
-            if pieces is None:
-                start = followed.offset
-                try:
-                    data = followed.read_chunk(stamp, last_seen[followed])
-                except OSError:
-                    data = b""
-                # Cut at _MAX_READ (a flood): the rest is read at the next poll.
-                followed.behind = followed.offset < last_seen[followed]
-                pieces = reads[followed] = _Pieces(start, data)
+            looks.setdefault(followed, []).append((size, stamp))
+        for followed, seen in looks.items():
+            start, last_seen = followed.offset, seen[-1][0]
+            try:
+                data = followed.read_chunk(seen[0][1], last_seen)
+            except OSError:
+                data = b""
+            # Cut at _MAX_READ (a flood): the rest is read at the next poll.
+            followed.behind = followed.offset < last_seen
+            if not data:
+                continue
+            if followed.parsed or b"\r" in data or b"\r" in followed.pending:
+                self._take_pieces(followed, _Pieces(start, data), seen)
+            else:
+                self._take_looked_lines(followed, start, data, seen)
+
+    def _take_pieces(self, followed: _Followed, pieces: _Pieces,
+                     seen: list[tuple[int, float]]) -> None:
+        """A read holding carriage returns (a bar), a look's piece at a time."""
+        for size, stamp in seen:
             piece = pieces.upto(size)
             if not piece:
                 continue
-            lines = piece.count(b"\n")  # the lines this piece completes
-            self._batch_lines += lines
-            if lines > 1:  # all but the last were written before the stamp
-                self._shared_now += lines - 1
-                self.shared_lines += lines - 1
+            self._count_shared(piece.count(b"\n"))  # the lines this piece completes
             self._take_chunk(followed, piece, stamp)
+
+    def _take_looked_lines(self, followed: _Followed, start: int, data: bytes,
+                           seen: list[tuple[int, float]]) -> None:
+        """Whole lines without a carriage return (every step line comes this way), read in
+        one go from `start` and each stamped with the first look that saw all of it."""
+        base = start - len(followed.pending)  # where the first line starts in the file
+        raw_lines = followed.split(data)
+        if raw_lines:
+            stamps: list[float] = []
+            look, looks = 0, len(seen)
+            end = base
+            in_look = 0
+            for raw in raw_lines:
+                end += len(raw) + 1
+                while look < looks - 1 and seen[look][0] < end:
+                    self._count_shared(in_look)
+                    look, in_look = look + 1, 0
+                stamps.append(seen[look][1])
+                in_look += 1
+            self._count_shared(in_look)
+            text = b"\n".join(raw_lines).decode("utf-8", "replace")
+            self._take_lines(followed, text.split("\n"), stamps)
+        if followed.pending.endswith(b"]"):
+            self._take_bar_positions(followed, seen[-1][1])
+
+    def _count_shared(self, lines: int) -> None:
+        """`lines` came in one look at their log: all but the last were written before the
+        stamp they get (their log's modification time)."""
+        self._batch_lines += lines
+        if lines > 1:
+            self._shared_now += lines - 1
+            self.shared_lines += lines - 1
 
     def _take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
         """The lines of a piece read from `followed` at `now` (its stamp), and the positions
@@ -683,8 +721,10 @@ class LogFollower:
         if not followed.parsed and b"\r" not in chunk and b"\r" not in followed.pending:
             # The usual piece (every step line comes this way): whole lines without a
             # carriage return, each one position, taken without looking for positions.
-            for raw in followed.split(chunk):
-                self._take(raw.decode("utf-8", "replace"), followed, now)
+            raw_lines = followed.split(chunk)
+            if raw_lines:
+                text = b"\n".join(raw_lines).decode("utf-8", "replace")
+                self._take_lines(followed, text.split("\n"), [now] * len(raw_lines))
             if not followed.pending.endswith(b"]"):
                 return  # and no carriage return waits: no bar position to take yet
         else:
@@ -703,8 +743,11 @@ class LogFollower:
                     continue
                 self._take_positions(raw.decode("utf-8", errors="replace"), followed, now,
                                      whole_line=True)
-        # A bar redrawn with carriage returns: its positions so far, without waiting for the
-        # newline that comes at the end of the epoch.
+        self._take_bar_positions(followed, now)
+
+    def _take_bar_positions(self, followed: _Followed, now: float) -> None:
+        """A bar redrawn with carriage returns: its positions so far, without waiting for the
+        newline that comes at the end of the epoch."""
         cut = followed.pending.rfind(b"\r")
         if followed.pending.endswith(b"]"):
             # tqdm draws "\r" then the bar, closed by "]": the newest position is whole now.
@@ -757,6 +800,40 @@ class LogFollower:
             f"{now - since:.0f} s (their environments could not be read): their log lines "
             "are recorded under their local ranks"))
 
+    def _take_lines(self, followed: _Followed, lines: list[str], stamps: list[float]) -> None:
+        """Whole lines of one log, each with its stamp: kept in its rank's tail and parsed in
+        one batch (what _take does a line at a time, without its per-line costs)."""
+        rank = followed.rank
+        if (rank is None and self.parse_launcher) or (rank is not None and \
+                self.global_ranks is not None and rank not in self.global_ranks):
+            # The launcher's ranks are in each line's prefix; a rank's global rank is not
+            # known yet (its lines are held): a line at a time.
+            for line, stamp in zip(lines, stamps, strict=True):
+                self._take(line, followed, stamp)
+            return
+        if rank is not None and self.global_ranks is not None:
+            rank = self.global_ranks[rank]
+        tail = self.tails.get(rank)
+        if tail is None:
+            tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
+        if max(map(len, lines[-_TAIL_LINES:])) > TAIL_LINE_CHARS:
+            tail.extend(map(_capped, lines[-_TAIL_LINES:]))
+        else:
+            tail.extend(lines[-_TAIL_LINES:])  # only the last lines stay in any case
+        self._lines += len(lines)
+        if self._first_line_at is None:
+            self._first_line_at = stamps[0]
+        if followed.rank is None:
+            return  # torchrun's console repeats the rank files, which are parsed instead
+        for record, stamp, line in zip(self.parser.parse_values_many(lines), stamps, lines,
+                                       strict=True):
+            if record is None:
+                continue
+            if isinstance(record, StepValues):
+                self._record_step(record, rank, stamp)
+            else:
+                self._record_compile(record, rank, line, stamp)
+
     def _take(self, line: str, followed: _Followed, now: float, *,
               keep_in_tail: bool = True, parse: bool = True) -> None:
         rank = followed.rank
@@ -785,65 +862,73 @@ class LogFollower:
             return  # torchrun's console repeats the rank files, which are parsed instead
         record = self.parser.parse_values(line)
         if isinstance(record, StepValues):
-            rank = record.rank if record.rank is not None else (rank or 0)
-            if rank in self._probed_ranks:
-                return
-            step = record.step
-            if step is None and record.bar_n is not None:
-                step = self._bar_step(rank, record)
-                if step is None:
-                    return  # the bar's first draw (0/N): no step done yet
-            if step is None:
-                step = self._step_counters.get(rank, 0) + 1
-            elif step == self._step_counters.get(rank):
-                return  # a progress bar redrawn for the same step
-            elif self.attempt == self._resumed_attempt and \
-                    step <= self._recorded_steps.get(rank, -1):
-                return  # recorded before this supervisor took over (resume)
-            self._step_counters[rank] = step
-            samples = record.samples
-            if samples is None and record.samples_total is not None:
-                # A running total (NxD, Megatron): this step's samples are the difference.
-                previous = self._samples_totals.get(rank)
-                self._samples_totals[rank] = record.samples_total
-                if previous is not None and record.samples_total >= previous:
-                    samples = record.samples_total - previous
-            dt = record.dt
-            if dt is None and record.throughput and samples:
-                dt = samples / record.throughput
-            if samples is None and record.global_batch:
-                # The job's batch (Megatron, nanotron), printed by one rank or by several.
-                self._batch_ranks.add(rank)
-                samples = record.global_batch / len(self._batch_ranks)
-            samples_from = None if samples is None else "line"
-            if samples is None and record.throughput:
-                # The rate the script printed, over this step's time (printed, or between
-                # this rank's step lines as stamped): samples/s is then what it printed.
-                step_time = dt if dt is not None else self._stamped_step_time(rank, step, now)
-                if step_time is not None:
-                    samples, samples_from = record.throughput * step_time, "throughput"
-            self._last_stamp[rank] = (now, step)
-            encoded = _step_json(now, rank, step, samples, record.loss, dt, self.attempt,
-                                 record.throughput, record.samples_total,
-                                 record.global_batch, samples_from)
-            if encoded is not None:
-                self.writer.write_encoded("step", encoded)
-            else:  # a value JSON writes its own way (NaN, infinity): the encoder does
-                # Every figure the line carries is kept: printed throughput, total, batch.
-                printed = {key: value for key, value in (
-                    ("throughput", record.throughput), ("samples_total", record.samples_total),
-                    ("global_batch", record.global_batch), ("samples_from", samples_from))
-                    if value is not None}
-                self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
-                                  loss=record.loss, dt=dt, phases=None, src="log",
-                                  attempt=self.attempt, **printed)
-            if self.stalls is not None:
-                self.stalls.step(rank, step, now, "log")
-            self._steps_written += 1
+            self._record_step(record, rank, now)
         elif isinstance(record, CompileLine):
-            self.writer.write("compile", t=now, rank=rank, what=record.what, line=_capped(line))
-            if self.stalls is not None:
-                self.stalls.compiled(rank, now)
+            self._record_compile(record, rank, line, now)
+
+    def _record_compile(self, record: CompileLine, rank: int | None, line: str,
+                        now: float) -> None:
+        self.writer.write("compile", t=now, rank=rank, what=record.what, line=_capped(line))
+        if self.stalls is not None:
+            self.stalls.compiled(rank, now)
+
+    def _record_step(self, record: StepValues, rank: int | None, now: float) -> None:
+        """A step line's record (`rank`: its log's, when the line names none)."""
+        rank = record.rank if record.rank is not None else (rank or 0)
+        if rank in self._probed_ranks:
+            return
+        step = record.step
+        if step is None and record.bar_n is not None:
+            step = self._bar_step(rank, record)
+            if step is None:
+                return  # the bar's first draw (0/N): no step done yet
+        if step is None:
+            step = self._step_counters.get(rank, 0) + 1
+        elif step == self._step_counters.get(rank):
+            return  # a progress bar redrawn for the same step
+        elif self.attempt == self._resumed_attempt and \
+                step <= self._recorded_steps.get(rank, -1):
+            return  # recorded before this supervisor took over (resume)
+        self._step_counters[rank] = step
+        samples = record.samples
+        if samples is None and record.samples_total is not None:
+            # A running total (NxD, Megatron): this step's samples are the difference.
+            previous = self._samples_totals.get(rank)
+            self._samples_totals[rank] = record.samples_total
+            if previous is not None and record.samples_total >= previous:
+                samples = record.samples_total - previous
+        dt = record.dt
+        if dt is None and record.throughput and samples:
+            dt = samples / record.throughput
+        if samples is None and record.global_batch:
+            # The job's batch (Megatron, nanotron), printed by one rank or by several.
+            self._batch_ranks.add(rank)
+            samples = record.global_batch / len(self._batch_ranks)
+        samples_from = None if samples is None else "line"
+        if samples is None and record.throughput:
+            # The rate the script printed, over this step's time (printed, or between
+            # this rank's step lines as stamped): samples/s is then what it printed.
+            step_time = dt if dt is not None else self._stamped_step_time(rank, step, now)
+            if step_time is not None:
+                samples, samples_from = record.throughput * step_time, "throughput"
+        self._last_stamp[rank] = (now, step)
+        encoded = _step_json(now, rank, step, samples, record.loss, dt, self.attempt,
+                             record.throughput, record.samples_total,
+                             record.global_batch, samples_from)
+        if encoded is not None:
+            self.writer.write_encoded("step", encoded)
+        else:  # a value JSON writes its own way (NaN, infinity): the encoder does
+            # Every figure the line carries is kept: printed throughput, total, batch.
+            printed = {key: value for key, value in (
+                ("throughput", record.throughput), ("samples_total", record.samples_total),
+                ("global_batch", record.global_batch), ("samples_from", samples_from))
+                if value is not None}
+            self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
+                              loss=record.loss, dt=dt, phases=None, src="log",
+                              attempt=self.attempt, **printed)
+        if self.stalls is not None:
+            self.stalls.step(rank, step, now, "log")
+        self._steps_written += 1
 
     def _stamped_step_time(self, rank: int, step: int, now: float) -> float | None:
         """Seconds per step since this rank's previous step line, by the stamps."""

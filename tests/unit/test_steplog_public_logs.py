@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from neurotui.sources.steplog import LogReport, StepLine, StepLineParser, explain
+from neurotui.sources.steplog import LogReport, StepLine, StepLineParser, _may_compile, explain
 
 _REPO = Path(__file__).resolve().parents[2]
 CAPTURES = _REPO / "tests" / "fixtures" / "steplogs"
@@ -476,3 +476,51 @@ def test_values_second_heldout_formats() -> None:
         "_EXCERPT.txt"
     )
     assert [s.step for s in tsl] == list(range(100, 1300, 100))
+
+
+# --------------------------------------------------------------------------- batches
+# The supervisor parses each log's new lines as one batch (parse_values_many): the same
+# records as one line at a time, on every capture, cut into batches of every size.
+
+
+def _capture_lines() -> list[tuple[str, list[str]]]:
+    dirs = [CAPTURES, CAPTURES / "heldout", CAPTURES / "heldout2"]
+    if SHARED is not None:
+        dirs.append(SHARED)
+    found = []
+    for folder in dirs:
+        for path in sorted(folder.glob("*.txt")):
+            if folder == SHARED and not path.name.startswith(("trainlog_", "compilelog_")):
+                continue
+            text = path.read_bytes().decode("utf-8", "replace")
+            found.append((path.name, text.split("\n")))
+    return found
+
+
+@pytest.mark.parametrize("batch", [1, 3, 17, 10_000])
+def test_batches_parse_as_lines_do(batch: int) -> None:
+    captures = _capture_lines()
+    assert len(captures) > 40
+    parsed = steps = 0
+    for name, lines in captures:
+        for start in range(0, len(lines), batch):
+            chunk = lines[start:start + batch]
+            many = PARSER.parse_values_many(chunk)
+            one_by_one = [PARSER.parse_values(line) for line in chunk]
+            assert many == one_by_one, name
+            parsed += len(chunk)
+            steps += sum(record is not None for record in many)
+    assert steps > 400 and parsed > steps
+
+
+def test_every_compile_line_holds_a_screened_word() -> None:
+    """parse_values_many skips classify_compile for a batch without any of _may_compile's
+    words: every compile line of every capture must hold one."""
+    compile_lines = 0
+    for name, lines in _capture_lines():
+        for line in lines:
+            record = PARSER.parse_values(line)
+            if record is not None and not hasattr(record, "step"):  # a CompileLine
+                compile_lines += 1
+                assert _may_compile(line.rsplit("\r", 1)[-1]) or _may_compile(line), name
+    assert compile_lines >= 10
