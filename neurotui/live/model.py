@@ -29,6 +29,7 @@ from neurotui.live.budget import Budget
 from neurotui.live.clock import Clock
 from neurotui.live.cpuheat import NO_MARKS, CpuHeatHistory, CpuHistory, CpuMarks, cpu_marks
 from neurotui.live.history import HistorySeries
+from neurotui.live.neuron import NeuronState, neuron_state
 from neurotui.live.nodes import NodesState, nodes_state
 from neurotui.live.stepstate import RECENT, StepState
 from neurotui.metrics import finite_or_none as _num
@@ -122,6 +123,10 @@ class CoreRow:
     mem_used: float | None
     mem_total: float | None
     extra: str = ""
+    flops_util: float | None = None
+    """A NeuronCore's FLOPs over its peak (a fraction); None: unknown (neuron.flops_note)."""
+    physical: tuple[tuple[str, float | None], ...] = ()
+    """trn2's physical cores behind this logical one, with their utilisation."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,9 @@ class AcceleratorState:
     util_history: tuple[float, ...]
     note: str | None
     age_s: float | None
+    neuron: NeuronState | None = None
+    """Neuron's figures beyond utilisation (live/neuron.py): logical cores, LNC, FLOPs
+    utilisation, memory by kind, errors, latency, ECC."""
 
 
 @dataclass(frozen=True)
@@ -389,7 +397,10 @@ class DashboardModel:
         instance = (meta.get("instance") or {}).get("type")
         # Why there is no price is the throughput panel's (spd_note, by its samples/$):
         # the header marks only that there is none.
+        # The region the price is published for: another region's figure is another price.
         bits = [str(price_info.get(k)) for k in ("source", "as_of") if price_info.get(k)]
+        if price_info.get("price_region"):
+            bits.insert(1, f"{price_info['price_region']} price")
         price_note = ", ".join(bits) if price is not None else ""
         cost = metrics.cost_so_far(price, started, now, _num(meta.get("ended_at")))
         step = self.steps.latest_step()
@@ -484,11 +495,13 @@ class DashboardModel:
             return AcceleratorState(None, (), (), _no_accelerator_note(events), None)
         series = events[kind]
         last = series[-1]
+        neuron = None
         if kind == "neuron":
-            cores = tuple(CoreRow(f"nc{c.get('core')}", _num(c.get("util")),
-                                  _num(c.get("mem_device")), None,
-                                  f"pid {c['pid']}" if c.get("pid") is not None else "")
-                          for c in last.get("cores") or ())
+            neuron = neuron_state(series, events.get("neuron_devices", ()), self.reader.meta)
+            cores = tuple(CoreRow(f"nc{c.core}", c.util, c.mem_device, None,
+                                  f"pid {c.pid}" if c.pid is not None else "",
+                                  c.flops_util, c.physical)
+                          for c in neuron.cores)
         else:
             cores = tuple(CoreRow(f"gpu{g.get('index')}", _num(g.get("util")),
                                   _num(g.get("mem_used")), _num(g.get("mem_total")),
@@ -498,7 +511,7 @@ class DashboardModel:
         history = self._util_means[kind].update(series)
         age = now - float(last["t"])
         note = None if cores else f"{kind} telemetry has no device in its last sample"
-        return AcceleratorState(kind, cores, history, note, age)
+        return AcceleratorState(kind, cores, history, note, age, neuron)
 
     def _host(self, now: float) -> HostState:
         series = self.reader.events.get("host")
