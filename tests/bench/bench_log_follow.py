@@ -1,8 +1,9 @@
 """Log-parsed step times at many ranks: the supervisor's cost, and how true the stamps are.
 
-A job writes step lines for 32 ranks, 10 lines a second each, into torchrun's per-rank log
-layout, and notes when it wrote each line (its own clock, the truth). Under the real
-`neurotui run --headless`, measured:
+A job of 32 rank processes writes step lines, 10 a second each, into torchrun's per-rank log
+layout, and notes when it wrote each line (its own clock, the truth). The lines are our
+runner's (the cheapest to parse) and a plain `step N loss X` (an unmodified script's). Under
+the real `neurotui run --headless` (host and process telemetry each second), measured:
 
 1. the supervisor's CPU while the job writes, as a share of one core (issue #12's target: at
    most 0.5% at 32 ranks x 10 lines/s);
@@ -10,6 +11,7 @@ layout, and notes when it wrote each line (its own clock, the truth). Under the 
    parsed median step time against the written one (target: within 5%, at 20 steps/s too).
 
     .venv/bin/python tests/bench/bench_log_follow.py [--ranks 32] [--rate 10] [--seconds 40]
+        [--lines runner,plain]
 """
 
 from __future__ import annotations
@@ -31,40 +33,66 @@ import psutil
 REPO = Path(__file__).resolve().parents[2]
 CPU_LIMIT = 0.005
 
-JOB = textwrap.dedent("""
+LINES = {
+    # What the ranks print each step: our runner's line (the cheapest to parse), and the
+    # shapes of unmodified scripts (a plain `step N loss X`, Hugging Face Trainer's dict).
+    "runner": "neurotui-runner step={step} rank={rank} samples=16 loss=1.0",
+    "plain": "step {step} loss 2.3456 lr 0.001",
+    "hf": "{{'loss': 2.3456, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': {step}.0}}",
+}
+
+# Each rank is a process of its own, as torchrun's are: the supervisor samples each one's CPU
+# and memory every second, as it would a real job's.
+RANK = textwrap.dedent("""
     import json, os, sys, time
-    ranks, rate, seconds = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-    truth = sys.argv[4]
+    rank, rate, seconds, start, line, root, truth = sys.argv[1:]
+    rank, rate, seconds, start = int(rank), float(rate), float(seconds), float(start)
+    os.makedirs(os.path.join(root, str(rank)), exist_ok=True)
+    f = open(os.path.join(root, str(rank), "stdout.log"), "a", buffering=1)
+    written = []
+    ranks = int(os.environ["BENCH_RANKS"])
+    for i in range(int(seconds * rate)):
+        due = start + i / rate + rank / (rate * ranks)  # ranks staggered, as they drift
+        time.sleep(max(0.0, due - time.time()))
+        f.write(line.format(step=i + 1, rank=rank) + "\\n")
+        written.append((rank, i + 1, time.time()))
+    json.dump(written, open(truth, "w"))
+""")
+
+JOB = textwrap.dedent("""
+    import json, os, subprocess, sys, time
+    ranks, rate, seconds, line, rank_script = sys.argv[1:6]
+    truth = sys.argv[6]
     # Where torchrun's --log-dir points: the spool in memory (or the session's logs/).
     logs = os.environ.get("NEUROTUI_SPOOL") or os.path.join(os.environ["NEUROTUI_SESSION"], "logs")
     root = os.path.join(logs, "torchrun", "bench", "attempt_0")
-    files = []
-    for r in range(ranks):
-        os.makedirs(os.path.join(root, str(r)), exist_ok=True)
-        files.append(open(os.path.join(root, str(r), "stdout.log"), "a", buffering=1))
+    start = time.time() + 3.0  # every rank started
+    env = {**os.environ, "BENCH_RANKS": ranks}
+    procs = [subprocess.Popen([sys.executable, rank_script, str(r), rate, seconds, str(start),
+                               line, root, f"{truth}.{r}"], env=env)
+             for r in range(int(ranks))]
     written = []
-    start = time.time() + 1.0
-    steps = int(seconds * rate)
-    for i in range(steps):
-        for r, f in enumerate(files):
-            due = start + i / rate + r / (rate * ranks)  # ranks staggered, as they drift
-            time.sleep(max(0.0, due - time.time()))
-            f.write(f"neurotui-runner step={i + 1} rank={r} samples=16 loss=1.0\\n")
-            written.append((r, i + 1, time.time()))
+    for r, p in enumerate(procs):
+        p.wait()
+        written.extend(json.load(open(f"{truth}.{r}")))
     json.dump(written, open(truth, "w"))
 """)
 
 
-def run(ranks: int, rate: float, seconds: float, *, watch: bool = True) -> dict[str, float]:
+def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
+        lines: str = "runner") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.py"
         job.write_text(JOB)
+        rank_script = Path(tmp) / "rank.py"
+        rank_script.write_text(RANK)
         truth = Path(tmp) / "truth.json"
         sessions = Path(tmp) / "sessions"
         proc = subprocess.Popen(
             [sys.executable, "-m", "neurotui", "--sessions-dir", str(sessions), "run",
              "--headless", "--interval", "60", "--no-auto-probe", "--", sys.executable,
-             str(job), str(ranks), str(rate), str(seconds), str(truth)],
+             str(job), str(ranks), str(rate), str(seconds), LINES[lines], str(rank_script),
+             str(truth)],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, "NEUROTUI_LOG_WATCH": "1" if watch else "0"})
         deadline = time.time() + 30
@@ -77,10 +105,12 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True) -> dict[
             time.sleep(0.1)
         assert session is not None, "the supervisor did not start"
         supervisor = psutil.Process(meta["supervisor_pid"])
-        time.sleep(3.0)  # past start-up: the steady cost is measured
+        time.sleep(5.0)  # past start-up (the ranks' first lines at 3 s): the steady cost
         cpu0, t0 = supervisor.cpu_times(), time.time()
-        time.sleep(max(1.0, seconds - 4.0))
+        switches0 = supervisor.num_ctx_switches().voluntary
+        time.sleep(max(1.0, seconds - 3.0))
         cpu1, t1 = supervisor.cpu_times(), time.time()
+        wakeups = (supervisor.num_ctx_switches().voluntary - switches0) / (t1 - t0)
         proc.wait(timeout=seconds + 120)
         share = ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (t1 - t0)
         written = {(r, s): t for r, s, t in json.loads(truth.read_text())}
@@ -96,7 +126,9 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True) -> dict[
             t = np.array([stamped[(r, s)] for s in range(1, int(seconds * rate) + 1)
                           if (r, s) in stamped])
             step_times.extend(np.diff(t))
-    return {"cpu_share": share, "found": len(late) / len(written),
+    return {"cpu_share": share, "wakeups_per_s": wakeups,
+            "system_share": (cpu1.system - cpu0.system) / (t1 - t0),
+            "found": len(late) / len(written),
             "late_median_ms": float(np.median(late) * 1000),
             "late_p99_ms": float(np.percentile(late, 99) * 1000),
             "late_max_ms": float(late.max() * 1000),
@@ -109,19 +141,24 @@ def main() -> int:
     p.add_argument("--ranks", type=int, default=32)
     p.add_argument("--rate", type=float, default=10.0, help="lines per second per rank")
     p.add_argument("--seconds", type=float, default=40.0)
+    p.add_argument("--lines", default="runner,plain",
+                   help=f"the step lines' shapes, of {', '.join(LINES)}")
     args = p.parse_args()
     ok = True
-    for ranks, rate, watch in ((args.ranks, args.rate, True), (args.ranks, args.rate, False),
-                               (2, 20.0, True), (2, 20.0, False)):
-        figures = run(ranks, rate, args.seconds, watch=watch)
+    cases = [(args.ranks, args.rate, True, shape) for shape in args.lines.split(",")]
+    cases += [(args.ranks, args.rate, False, "runner"), (2, 20.0, True, "runner"),
+              (2, 20.0, False, "runner")]
+    for ranks, rate, watch, shape in cases:
+        figures = run(ranks, rate, args.seconds, watch=watch, lines=shape)
         truth = 1.0 / rate
         error = abs(figures["step_median_s"] / truth - 1)
-        print(f"{ranks} ranks x {rate:g} lines/s ({figures['method']}): supervisor "
-              f"{figures['cpu_share']:.2%} of one core; {figures['found']:.1%} of lines "
-              f"recorded; stamped {figures['late_median_ms']:.2f} ms late (median), "
+        print(f"{ranks} ranks x {rate:g} {shape} lines/s ({figures['method']}): supervisor "
+              f"{figures['cpu_share']:.2%} of one core ({figures['system_share']:.2%} in the "
+              f"kernel), {figures['wakeups_per_s']:.1f} wakeups/s; {figures['found']:.1%} of "
+              f"lines recorded; stamped {figures['late_median_ms']:.2f} ms late (median), "
               f"{figures['late_p99_ms']:.1f} ms (p99), {figures['late_max_ms']:.1f} ms (max); "
               f"median step {figures['step_median_s'] * 1000:.1f} ms vs {truth * 1000:.1f} ms "
-              f"written ({error:.1%} off)")
+              f"written ({error:.1%} off)", flush=True)
         if watch:  # the default; polling is the fallback, reported beside it
             ok &= error <= 0.05 and figures["found"] == 1.0
             if ranks == args.ranks:
