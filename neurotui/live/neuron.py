@@ -57,6 +57,13 @@ class Peak:
         return f"{name} peak {self.flops.tflops:g} TF/core{lnc}"
 
     @property
+    def short_label(self) -> str:
+        """"BF16 peak 166.75TF": the label where a line is short."""
+        if self.flops is None:
+            return f"{self.dtype.upper()} peak unknown"
+        return f"{self.dtype.upper()} peak {self.flops.tflops:g}TF"
+
+    @property
     def source(self) -> str:
         """"AWS Neuron docs 2025-12-02" (the table's date), with how the dtype was chosen."""
         chosen = ("BF16 assumed: the session records no data type; `run --peak-dtype` sets it"
