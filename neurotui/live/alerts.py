@@ -16,6 +16,7 @@ import numpy as np
 
 from neurotui import fmt, metrics
 from neurotui import recorded as recorded_alerts
+from neurotui.metrics.breakdown import PhaseSplit
 from neurotui.metrics.common import floats
 
 SATURATED_CPU = 90.0
@@ -116,6 +117,375 @@ def cpu_bound_input(host: Sequence[Mapping[str, Any]], accelerator: Sequence[Map
                   "DataLoader workers (num_workers) or move preprocessing out of the main process")
     return Alert("cpu-bound-input", "warning", "CPU-bound input: accelerator waits for data",
                  tuple(evidence), advice)
+
+
+WORKER_BUSY = 80.0
+"""% of one CPU at which a DataLoader worker (or a rank loading its own batches) counts as
+busy all the time: a worker that always has work computes all the time it is given, and a
+host's other load keeps that a little short of 100%."""
+DATA_WAIT_SHARE = 0.5
+"""Share of each step the ranks wait for the DataLoader (the step breakdown's `data`) from
+which they count as starved: they wait longer than they compute."""
+ROOMY_CPU = 50.0
+"""A host CPU under this (mean over the window) has room for another DataLoader worker."""
+FAR_SHARE = 0.5
+"""A process counts as on the far NUMA node when at least this share of its samples in the
+window found it on a CPU outside its device's affinity."""
+_RUNNING_PHASES = ("starting", "compiling", "warm-up", "steady")
+
+
+@dataclass
+class _ProcSeen:
+    """One process over the window's `procs` samples."""
+
+    pid: int
+    ppid: int | None
+    role: str
+    cpu: list[float]
+    cpu_nums: list[int]
+
+    def median_cpu(self) -> float | None:
+        return float(np.median(self.cpu)) if self.cpu else None
+
+
+def _procs_seen(procs: Sequence[Mapping[str, Any]], now: float,
+                window_s: float) -> dict[int, _ProcSeen]:
+    seen: dict[int, _ProcSeen] = {}
+    for event in _recent(procs, now, window_s):
+        for p in event.get("procs") or ():
+            pid = p.get("pid")
+            if not isinstance(pid, int):
+                continue
+            ppid = p.get("ppid")
+            row = seen.setdefault(pid, _ProcSeen(pid, ppid if isinstance(ppid, int) else None,
+                                                 str(p.get("role") or "?"), [], []))
+            cpu = metrics.finite_or_none(p.get("cpu"))
+            if cpu is not None:
+                row.cpu.append(cpu)
+            cpu_num = p.get("cpu_num")
+            if isinstance(cpu_num, int) and cpu_num >= 0:  # absent or -1: not known
+                row.cpu_nums.append(cpu_num)
+    return seen
+
+
+def _rank_of(proc: _ProcSeen, seen: Mapping[int, _ProcSeen]) -> _ProcSeen | None:
+    """The rank a process belongs to: itself, or the nearest rank among its ancestors."""
+    hops = 0
+    while proc is not None and hops < 16:
+        if proc.role == "rank":
+            return proc
+        proc = seen.get(proc.ppid) if proc.ppid is not None else None  # type: ignore[assignment]
+        hops += 1
+    return None
+
+
+def cpu_ranges(cpus: Iterable[int]) -> str:
+    """CPU ids as a cpulist, the way neuron-ls and taskset write them: 48-95,144-191."""
+    ids = sorted(set(cpus))
+    parts: list[str] = []
+    start = prev = None
+    for cpu in ids:
+        if prev is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        if start is not None:
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+        start = prev = cpu
+    if start is not None:
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+def _host_room(host: Sequence[Mapping[str, Any]], now: float,
+               window_s: float) -> tuple[int, int] | None:
+    """(CPUs with room for another worker, CPUs) over the window's host samples."""
+    hosts = [h["cpu"] for h in _recent(host, now, window_s) if isinstance(h.get("cpu"), list)]
+    width = min((len(c) for c in hosts), default=0)
+    if not width:
+        return None
+    per_cpu = np.array([c[:width] for c in hosts], dtype=float).mean(axis=0)
+    return int((per_cpu < ROOMY_CPU).sum()), width
+
+
+def input_starvation(procs: Sequence[Mapping[str, Any]], host: Sequence[Mapping[str, Any]],
+                     accelerator: Sequence[Mapping[str, Any]], data_wait: PhaseSplit | None,
+                     now: float, phase: str, window_s: float = WINDOW_S) -> Alert | None:
+    """DataLoader workers busy all the time while the ranks (or their cores) wait for data.
+
+    Loaders: the `procs` samples' DataLoader workers (role `worker`) at WORKER_BUSY % of a CPU
+    or more (median over the window), at least half of them; with no worker process, the
+    ranks themselves at that level (they load their own batches), which is only told apart
+    from computing by the data wait. Waiting: the step breakdown's `data` share (the automatic
+    probe's DataLoader wait, or the script's own data phase) at DATA_WAIT_SHARE or more; where
+    no data phase is recorded, accelerator utilisation under IDLE_ACCELERATOR %. Never judged
+    while a compiler runs or outside warm-up and steady state.
+    """
+    if phase not in ("warm-up", "steady"):
+        return None
+    seen = _procs_seen(procs, now, window_s)
+    if any(p.role == "compiler" for p in seen.values()):
+        return None
+    sampled = [p for p in seen.values() if len(p.cpu) >= 2]
+    workers = [p for p in sampled if p.role == "worker"]
+    ranks = [p for p in sampled if p.role == "rank"]
+    share = data_wait.share("data") if data_wait is not None else None
+    utils = [u for e in _recent(accelerator, now, window_s) if (u := accelerator_utils(e))]
+    accel_mean = float(np.mean([np.mean(u) for u in utils])) if len(utils) >= 2 else None
+    if workers:
+        loaders = [w for w in workers if (w.median_cpu() or 0.0) >= WORKER_BUSY]
+        if 2 * len(loaders) < len(workers) or not loaders:
+            return None
+    else:
+        loaders = [r for r in ranks if (r.median_cpu() or 0.0) >= WORKER_BUSY]
+        if not loaders or share is None:
+            return None
+    if share is not None:
+        if share < DATA_WAIT_SHARE:
+            return None
+    elif accel_mean is None or accel_mean >= IDLE_ACCELERATOR:
+        return None
+    what = "NeuronCore" if accelerator and accelerator[-1].get("kind") == "neuron" else "GPU"
+    shown = ", ".join(f"pid {p.pid} {p.median_cpu():.0f}%"
+                      + (f" on cpu{p.cpu_nums[-1]}" if p.cpu_nums else "")
+                      for p in sorted(loaders, key=lambda p: -(p.median_cpu() or 0.0))[:4])
+    more = f", +{len(loaders) - 4} more" if len(loaders) > 4 else ""
+    span = fmt.short_duration(window_s)
+    if workers:
+        evidence = [f"DataLoader workers busy: {len(loaders)} of {len(workers)} at "
+                    f">= {WORKER_BUSY:.0f}% of a CPU (median over the last {span}: "
+                    f"{shown}{more})"]
+    else:
+        evidence = [f"no DataLoader worker process: the ranks load their own batches, "
+                    f"{len(loaders)} of {len(ranks)} at >= {WORKER_BUSY:.0f}% of a CPU "
+                    f"(median over the last {span}: {shown}{more})"]
+    if share is not None and data_wait is not None:
+        data_s = data_wait.median_s[data_wait.names.index("data")]
+        evidence.append(f"the ranks wait for the DataLoader {share:.0%} of each step (data "
+                        f"{fmt.seconds(data_s)} of a {fmt.seconds(data_wait.step_s)} step, "
+                        f"medians of the last {data_wait.steps} steps past warm-up)")
+    if accel_mean is not None:
+        evidence.append(f"{what} utilisation averages {accel_mean:.0f}% over the last {span}")
+    room = _host_room(host, now, window_s)
+    if room is not None:
+        evidence.append(f"host: {room[0]} of {room[1]} CPUs under {ROOMY_CPU:.0f}% over the "
+                        f"last {span}")
+    if not workers:
+        advice = ("give the DataLoader worker processes (DataLoader(num_workers=N); now 0), "
+                  "so batches are made beside the step instead of in it")
+    elif room is not None and room[0] == 0:
+        advice = ("every host CPU is busy, so more workers will not help: make each sample "
+                  "cheaper (decode once and cache, lighter augmentation) or use more vCPUs")
+    else:
+        per_rank = _workers_per_rank(workers, seen)
+        now_n = f"now {per_rank} per rank" if per_rank else "now as many as shown"
+        spare = f"; {room[0]} host CPUs have room" if room is not None else ""
+        advice = (f"raise DataLoader(num_workers=N) ({now_n}{spare}), or make each sample "
+                  "cheaper (decode once and cache, lighter augmentation)")
+    return Alert("input-starved", "warning",
+                 "input starvation: DataLoader workers saturated while the ranks wait",
+                 tuple(evidence), advice)
+
+
+def _workers_per_rank(workers: Sequence[_ProcSeen], seen: Mapping[int, _ProcSeen]) -> int | None:
+    """Workers per rank when every rank has the same number; None otherwise."""
+    counts: dict[int, int] = {}
+    for w in workers:
+        rank = _rank_of(w, seen)
+        if rank is None:
+            return None
+        counts[rank.pid] = counts.get(rank.pid, 0) + 1
+    values = set(counts.values())
+    return values.pop() if len(values) == 1 else None
+
+
+def numa_placement(procs: Sequence[Mapping[str, Any]], devices: Mapping[str, Any] | None,
+                   now: float, phase: str, window_s: float = WINDOW_S) -> Alert | None:
+    """Ranks or DataLoader workers running outside their Neuron device's CPU affinity (the far
+    NUMA node): every batch then crosses the socket link, and memory is allocated far away.
+
+    A rank's device is the device whose neuron-ls processes list the rank's pid; a worker's
+    is its rank's. A process no device names is held against every device's CPUs together
+    (with devices on both nodes, that is all of them: no alert). `cpu_num` is the CPU a
+    process last ran on: it counts as far when at least FAR_SHARE of its samples (two at
+    least) in the window were outside.
+    """
+    if phase not in _RUNNING_PHASES or not devices:
+        return None
+    known = [d for d in devices.get("devices") or ()
+             if isinstance(d, Mapping) and d.get("affinity_cpus")]
+    if not known:
+        return None
+    every = frozenset(c for d in known for c in d["affinity_cpus"])
+    owned: dict[int, list[Mapping[str, Any]]] = {}
+    for d in known:
+        for p in d.get("processes") or ():
+            if isinstance(p, Mapping) and isinstance(p.get("pid"), int):
+                owned.setdefault(p["pid"], []).append(d)
+    seen = _procs_seen(procs, now, window_s)
+    evidence: list[tuple[int, str]] = []
+    nodes: set[int | None] = set()
+    far_cpus: set[int] = set()
+    allowed_all: set[int] = set()
+    for proc in sorted(seen.values(), key=lambda p: (p.role != "rank", p.pid)):
+        if proc.role not in ("rank", "worker") or len(proc.cpu_nums) < 2:
+            continue
+        rank = _rank_of(proc, seen)
+        mine = owned.get(rank.pid, []) if rank is not None else []
+        allowed = frozenset(c for d in mine for c in d["affinity_cpus"]) if mine else every
+        far = [c for c in proc.cpu_nums if c not in allowed]
+        if len(far) < FAR_SHARE * len(proc.cpu_nums):
+            continue
+        if mine:
+            where = "device" + ("s " if len(mine) > 1 else " ") + ", ".join(
+                f"{d.get('index')}" for d in mine)
+            node_set = {d.get("numa_node") for d in mine}
+        else:
+            where = "no device lists its pid, so all devices"
+            node_set = {d.get("numa_node") for d in known}
+        nodes |= node_set
+        named = ", ".join(f"node {n}" for n in sorted(x for x in node_set if x is not None))
+        whose = "rank" if proc.role == "rank" else (
+            f"DataLoader worker of rank pid {rank.pid}" if rank is not None
+            else "DataLoader worker")
+        evidence.append((len(far), f"{whose} pid {proc.pid} ran on CPU "
+                         f"{cpu_ranges(far)} in {len(far)} of {len(proc.cpu_nums)} samples; "
+                         f"{where}: NUMA {named or 'node not shown'}, CPUs "
+                         f"{cpu_ranges(allowed)}"))
+        far_cpus |= set(far)
+        allowed_all |= allowed
+    if not evidence:
+        return None
+    lines = [text for _, text in evidence[:6]]
+    if len(evidence) > 6:
+        lines.append(f"+{len(evidence) - 6} more process(es) alike")
+    lines.append(f"from the last neuron-ls snapshot and the process samples of the last "
+                 f"{fmt.short_duration(window_s)}")
+    known_nodes = {n for n in nodes if n is not None}
+    if len(nodes) == 1 and len(known_nodes) == 1:
+        node = known_nodes.pop()
+        advice = (f"bind the job to the devices' NUMA node: start it as `numactl "
+                  f"--cpunodebind={node} --membind={node} torchrun ...` (ranks and their "
+                  f"DataLoader workers inherit the binding)")
+    elif len(nodes) == 1:
+        advice = (f"bind the job to the devices' CPUs: start it as `taskset -c "
+                  f"{cpu_ranges(allowed_all)} torchrun ...`")
+    else:
+        advice = ("bind each rank to its own device's CPUs: os.sched_setaffinity(0, cpus) "
+                  "at the rank's start, before the DataLoader starts its workers (they "
+                  "inherit it); the CPUs are in neuron-ls's CPU AFFINITY column")
+    return Alert("numa", "warning", "ranks or DataLoader workers run on the far NUMA node",
+                 tuple(lines), advice)
+
+
+def execution_errors(neuron: Sequence[Mapping[str, Any]], now: float,
+                     window_s: float = WINDOW_S) -> Alert | None:
+    """Neuron executions that ended in error within the window, by type.
+
+    The `neuron` event's `exec_errors_by_type` and `exec_errors` count the errors of its
+    period (neuron-monitor's report period; a /metrics source records the counters' growth
+    since the scrape before), so the window's count is their sum; a count of 0 or None (a
+    first scrape) is no error."""
+    by_type: dict[str, int] = {}
+    untyped = 0
+    runtimes: dict[str, int] = {}
+    samples = 0
+    for event in _recent(neuron, now, window_s):
+        typed = event.get("exec_errors_by_type")
+        typed_sum = 0
+        if isinstance(typed, Mapping):
+            for kind, n in typed.items():
+                if isinstance(n, (int, float)) and n > 0:
+                    by_type[str(kind)] = by_type.get(str(kind), 0) + int(n)
+                    typed_sum += int(n)
+        total = event.get("exec_errors")
+        if isinstance(total, (int, float)) and total > typed_sum:
+            untyped += int(total) - typed_sum  # a total beyond what the types account for
+        for rt in event.get("exec_runtimes") or ():
+            counts = rt.get("exec_errors_by_type") if isinstance(rt, Mapping) else None
+            if isinstance(counts, Mapping):
+                n = sum(int(v) for v in counts.values()
+                        if isinstance(v, (int, float)) and v > 0)
+                if n:
+                    name = f"pid {rt.get('pid')}" if rt.get("pid") is not None \
+                        else str(rt.get("tag") or "?")
+                    runtimes[name] = runtimes.get(name, 0) + n
+        samples += 1
+    total = sum(by_type.values()) + untyped
+    if not total:
+        return None
+    kinds = sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0]))
+    named = ", ".join(f"{n} {kind}" for kind, n in kinds)
+    if untyped:
+        named = f"{named}, {untyped} of no type" if named else f"{untyped} of no type"
+    span = fmt.short_duration(window_s)
+    evidence = [f"{total} execution error(s) in the last {span} ({named}), over {samples} "
+                f"Neuron telemetry sample(s)"]
+    if runtimes:
+        evidence.append("by runtime: " + ", ".join(
+            f"{name} {n}" for name, n in sorted(runtimes.items(), key=lambda kv: -kv[1])[:4]))
+    types = ", ".join(kind for kind, _ in kinds) or "untyped"
+    advice_parts = []
+    if "numerical" in by_type:
+        advice_parts.append("numerical: NaN or Inf in the graph (lower the learning rate, "
+                            "check the loss scale and the inputs)")
+    if "hardware" in by_type:
+        advice_parts.append("hardware: see the ECC counters; a device that keeps failing "
+                            "needs the instance moved (stop and start it)")
+    advice_parts.append("the rank logs hold the Neuron runtime's messages for each failed "
+                        "execution")
+    return Alert("exec-errors", "error", f"Neuron execution errors: {types}", tuple(evidence),
+                 "; ".join(advice_parts))
+
+
+_ECC_KINDS = (("mem", "device memory (HBM)"), ("sram", "on-chip SRAM"))
+
+
+def ecc_errors(neuron: Sequence[Mapping[str, Any]], now: float,
+               window_s: float = WINDOW_S) -> Alert | None:
+    """ECC events within the window: uncorrected ones are an error (the data was wrong),
+    corrected ones that keep coming a warning. Counts are per period, like the execution
+    errors (see execution_errors), summed per device over the window; 0 or None: none."""
+    per_device: dict[Any, dict[str, int]] = {}
+    for event in _recent(neuron, now, window_s):
+        devices = event.get("ecc_devices")
+        if not isinstance(devices, list) or not devices:
+            whole = event.get("ecc")  # a summary without the per-device split
+            devices = [{"device": None, **whole}] if isinstance(whole, Mapping) else []
+        for d in devices:
+            if not isinstance(d, Mapping):
+                continue
+            sums = per_device.setdefault(d.get("device"), {})
+            for prefix, _ in _ECC_KINDS:
+                for state in ("corrected", "uncorrected"):
+                    n = d.get(f"{prefix}_{state}")
+                    if isinstance(n, (int, float)) and n > 0:
+                        key = f"{prefix}_{state}"
+                        sums[key] = sums.get(key, 0) + int(n)
+    grown = {dev: sums for dev, sums in per_device.items() if sums}
+    if not grown:
+        return None
+    uncorrected = sum(n for sums in grown.values() for k, n in sums.items()
+                      if k.endswith("_uncorrected"))
+    span = fmt.short_duration(window_s)
+    evidence = []
+    for dev in sorted(grown, key=lambda d: (d is None, d if d is not None else 0)):
+        sums = grown[dev]
+        counts = ", ".join(f"{sums[f'{prefix}_{state}']} {state} in {where}"
+                           for state in ("uncorrected", "corrected")
+                           for prefix, where in _ECC_KINDS if sums.get(f"{prefix}_{state}"))
+        name = f"device {dev}" if dev is not None else "all devices"
+        evidence.append(f"{name}: {counts} in the last {span}")
+    if uncorrected:
+        return Alert("ecc", "error", f"uncorrected ECC errors: {uncorrected} in the last {span}",
+                     tuple(evidence),
+                     "uncorrected memory errors corrupt results or stop the runtime: stop "
+                     "the job, then stop and start the instance (it starts on other "
+                     "hardware) or move the job to another instance")
+    corrected = sum(n for sums in grown.values() for n in sums.values())
+    return Alert("ecc", "warning", f"corrected ECC errors growing: {corrected} in the last "
+                 f"{span}", tuple(evidence),
+                 "the hardware corrected them; if the count keeps growing, plan to move the "
+                 "job to another instance before they turn uncorrected")
 
 
 RecentSteps = Mapping[int, Mapping[str, np.ndarray]]

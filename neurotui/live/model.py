@@ -325,15 +325,15 @@ class DashboardModel:
         if not running:  # old samples are expected once the job is gone: no staleness flag
             host, accel = replace(host, age_s=None), replace(accel, age_s=None)
             procs = replace(procs, age_s=None, ended=True)
+        breakdown = self._step_breakdown(view_now)  # before the alerts: starvation reads it
         if self._alerts_budget.due() or phase != self._alerts_phase:
             started = self._alerts_budget.start()
-            found = self._judge(view_now, phase, compiles, silent, medians)
+            found = self._judge(view_now, phase, compiles, silent, medians, breakdown.job)
             self._alerts = tuple(a for a in found if a is not None)
             self._alerts_phase = phase
             self._alerts_budget.spent(started)
         problems = reader.problems.summary()
         alerts = self._alerts + ((rules.unreadable(problems),) if problems else ())
-        breakdown = self._step_breakdown(view_now)
         nodes = (nodes_state(reader, self.steps, medians, view_now)
                  if isinstance(reader, JobReader) else None)
         return DashboardState(now=now, header=header,
@@ -539,8 +539,8 @@ class DashboardModel:
                           now - float(last["t"]))
 
     def _judge(self, now: float, phase: str, compiles: list[Mapping[str, Any]],
-                silent: Mapping[int, float], medians: Mapping[int, tuple[float, int]]
-                ) -> list[rules.Alert | None]:
+                silent: Mapping[int, float], medians: Mapping[int, tuple[float, int]],
+                data_wait: PhaseSplit | None = None) -> list[rules.Alert | None]:
         events = self.reader.events
         accel_kind = "neuron" if events.get("neuron") else "gpu"
         steady_since = self.steps.tracker.steady_since.get(self.steps.latest_attempt)
@@ -552,6 +552,12 @@ class DashboardModel:
             rules.stalled(silent, {r: m for r, (m, _) in medians.items()}, last_steps),
             rules.cpu_bound_input(events.get("host", ()), events.get(accel_kind, ()), procs,
                                   now, phase),
+            rules.input_starvation(events.get("procs", ()), events.get("host", ()),
+                                   events.get(accel_kind, ()), data_wait, now, phase),
+            rules.numa_placement(events.get("procs", ()), self.reader.last("neuron_devices"),
+                                 now, phase),
+            rules.execution_errors(events.get("neuron", ()), now),
+            rules.ecc_errors(events.get("neuron", ()), now),
             rules.recompilation(compiles, procs if phase == "steady" else None, recent,
                                 steady_since, now),
             rules.step_variance(recent, self._compile_table(), self._phases_tail),
