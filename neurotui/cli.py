@@ -35,6 +35,10 @@ from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_po
 from neurotui.supervisor.spawn import adopt, start_supervisor
 from neurotui.terminal import on_a_terminal
 
+PEAK_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8", "mxfp8", "mxfp4")
+"""`run --peak-dtype`: the peak table's data types (pricing/peaks.py; a test holds them equal),
+spelled here so that the command line does not load the table to start."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neurotui", description=__doc__)
@@ -58,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset-size", type=_positive_number, metavar="N",
                      help="samples in one epoch (one pass over the training data, all ranks): "
                           "shows an epoch's time and cost at the steady rate, and epochs done")
+    run.add_argument("--peak-dtype", choices=PEAK_DTYPES, metavar="DTYPE",
+                     help="the data type the model computes in, whose peak NeuronCore FLOPs "
+                          "utilisation is measured against: " + ", ".join(PEAK_DTYPES) +
+                          " (default bf16, said so on screen)")
     run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
     run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
@@ -236,6 +244,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "step_target": step_target, "preset": args.preset, "env": env,
         "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
         "samples_per_step": args.samples_per_step, "dataset_size": args.dataset_size,
+        "peak_dtype": args.peak_dtype,
         "group_readable": args.group_readable, "job": args.job, "node": args.node})
     supervisor = start_supervisor(session_dir)
     if not wait_started(session_dir, supervisor):
