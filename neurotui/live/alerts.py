@@ -322,9 +322,8 @@ def numa_placement(procs: Sequence[Mapping[str, Any]], devices: Mapping[str, Any
             if isinstance(p, Mapping) and isinstance(p.get("pid"), int):
                 owned.setdefault(p["pid"], []).append(d)
     seen = _procs_seen(procs, now, window_s)
-    evidence: list[tuple[int, str]] = []
+    evidence: list[str] = []
     nodes: set[int | None] = set()
-    far_cpus: set[int] = set()
     allowed_all: set[int] = set()
     for proc in sorted(seen.values(), key=lambda p: (p.role != "rank", p.pid)):
         if proc.role not in ("rank", "worker") or len(proc.cpu_nums) < 2:
@@ -344,18 +343,17 @@ def numa_placement(procs: Sequence[Mapping[str, Any]], devices: Mapping[str, Any
             node_set = {d.get("numa_node") for d in known}
         nodes |= node_set
         named = ", ".join(f"node {n}" for n in sorted(x for x in node_set if x is not None))
-        whose = "rank" if proc.role == "rank" else (
-            f"DataLoader worker of rank pid {rank.pid}" if rank is not None
-            else "DataLoader worker")
-        evidence.append((len(far), f"{whose} pid {proc.pid} ran on CPU "
+        whose = f"rank pid {proc.pid}" if proc.role == "rank" else (
+            f"DataLoader worker pid {proc.pid} (of rank pid {rank.pid})" if rank is not None
+            else f"DataLoader worker pid {proc.pid}")
+        evidence.append(f"{whose} ran on CPU "
                          f"{cpu_ranges(far)} in {len(far)} of {len(proc.cpu_nums)} samples; "
                          f"{where}: NUMA {named or 'node not shown'}, CPUs "
-                         f"{cpu_ranges(allowed)}"))
-        far_cpus |= set(far)
+                         f"{cpu_ranges(allowed)}")
         allowed_all |= allowed
     if not evidence:
         return None
-    lines = [text for _, text in evidence[:6]]
+    lines = evidence[:6]
     if len(evidence) > 6:
         lines.append(f"+{len(evidence) - 6} more process(es) alike")
     lines.append(f"from the last neuron-ls snapshot and the process samples of the last "
