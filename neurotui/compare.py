@@ -3,8 +3,9 @@
 Each row: instance and accelerator, cores used, global batch, DataLoader workers, time to the
 first step (compile), steady-state step time (median, p90), a column per step phase the runs
 reported (data, forward, ...: median over the steady steps, metrics/breakdown.py), throughput,
-price, samples per dollar (steady and all-in) and price-performance relative to a baseline
-session. The figures
+price, samples per dollar (steady and all-in), price-performance relative to a baseline
+session, and on Neuron the NeuronCores' FLOPs utilisation and execution errors (live/neuron.py,
+as the dashboard's accelerator panel works them out). The figures
 come from neurotui.summary.summarize, so compare, the dashboard and meta.json's summary agree.
 A figure that cannot be known is missing (None / NaN / "n/a"), never 0.
 
@@ -31,7 +32,14 @@ import numpy as np
 
 from neurotui import fmt, metrics, recorded
 from neurotui.defaults import DEFAULT_WARMUP_STEPS
-from neurotui.fmt import format_value  # (compare.format_value: the table's cells)
+from neurotui.live.neuron import (
+    NO_SAMPLES,
+    RunNeuron,
+    RunTally,
+    combine,
+    errors_text,
+    flops_percent,
+)
 from neurotui.metrics.breakdown import phase_order, steady_phase_medians
 from neurotui.metrics.common import floats, has_rows, missing, numbers
 from neurotui.metrics.steady import (  # the batch form's own rule, taken node by node
@@ -68,7 +76,8 @@ class Column:
     header: str
     """Table and markdown header."""
     kind: str
-    """How the table shows it: text, int, ms, s, rate, usd, count, ratio."""
+    """How the table shows it: text, int, ms, s, rate, usd, count, ratio, percent (a
+    fraction shown as a percentage)."""
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -87,18 +96,22 @@ COLUMNS: tuple[Column, ...] = (
     Column("samples_per_dollar_steady", "SAMPLES/$", "count"),
     Column("samples_per_dollar_all_in", "SAMPLES/$ ALL-IN", "count"),
     Column("relative_price_performance", "RELATIVE", "ratio"),
+    Column("flops_util", "FLOPS UTIL", "percent"),
+    Column("exec_errors", "EXEC ERRORS", "count"),
     Column("alerts", "ALERTS", "int"),
 )
 """What `neurotui compare` shows, in order, then a column per step phase (table_columns).
 Data rows hold these keys, the phase keys and EXTRA_KEYS."""
 EXTRA_KEYS = ("step_source", "step_time_without_data_s", "dataset_size", "epoch_s",
               "usd_per_epoch", "cores_available", "baseline", "alerts_by_key", "lost",
-              "problems", "path", "job", "nodes", "node_states")
+              "problems", "path", "job", "nodes", "node_states", "flops_peak", "flops_note",
+              "exec_errors_by_type")
 """Also in every row (CSV, JSON, DataFrame), not in the text table (a job's nodes are its
 footnote there)."""
 _INT_KEYS = ("cores_used", "workers", "cores_available", "alerts", "nodes")
 _TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source",
-              "alerts_by_key", "lost", "problems", "path", "job", "node_states")
+              "alerts_by_key", "lost", "problems", "path", "job", "node_states", "flops_peak",
+              "flops_note", "exec_errors_by_type")
 
 
 @dataclass
@@ -130,6 +143,10 @@ class LoadedSession:
     """A job's nodes, each with its state and when it was last heard from."""
     parts: list[LoadedSession] = field(default_factory=list)
     """A job's nodes' sessions (LoadedJob)."""
+    neuron: RunNeuron | None = None
+    """FLOPs utilisation and execution errors over the run's `neuron` samples."""
+    logical_cores: int | None = None
+    """NeuronCores as the SDK counts them (neuron-ls's logical cores), where recorded."""
 
     @property
     def name(self) -> str:
@@ -178,7 +195,8 @@ def load_job(job_id: str, parts: Sequence[Path]) -> LoadedJob:
         last_seen=max(seen) if seen else None,
         alerts=[a for part in loaded for a in part.alerts],
         lost=[x for part in loaded for x in part.lost],
-        job=job_id, nodes=nodes, parts=loaded)
+        job=job_id, nodes=nodes, parts=loaded,
+        neuron=combine([part.neuron for part in loaded if part.neuron is not None]))
 
 
 def _load_part(path: Path) -> LoadedSession:
@@ -394,7 +412,40 @@ def _loaded(path: Path, reader: SessionReader, steps: pd.DataFrame, compiles: pd
                          state=session_status(path).state,
                          last_seen=max(times) if times else None,
                          alerts=list(reader.events.get("alert", ())),
-                         lost=list(reader.events.get("lost", ())))
+                         lost=list(reader.events.get("lost", ())),
+                         neuron=run_neuron_of(reader),
+                         logical_cores=_logical_cores(reader.events.get("neuron_devices", ())))
+
+
+def _logical_cores(snapshots: Sequence[dict[str, Any]]) -> int | None:
+    found = snapshots[-1].get("logical_cores") if snapshots else None
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 \
+        else None
+
+
+def run_neuron_of(reader: SessionReader) -> RunNeuron:
+    """FLOPs utilisation and errors over every `neuron` sample of the session, read one at
+    a time where the reader's index says each lies (the reader keeps only the last)."""
+    tally = RunTally(reader.meta)
+    paths, stream, offset, length = reader.event_locations("neuron")
+    files: dict[int, Any] = {}
+    try:
+        for sid, start, size in zip(stream.tolist(), offset.tolist(), length.tolist(),
+                                    strict=True):
+            f = files.get(sid)
+            if f is None:
+                f = files[sid] = open(paths[sid], "rb")  # noqa: SIM115 (closed below)
+            f.seek(start)
+            try:
+                record = json.loads(f.read(size))
+            except ValueError:  # (the reader indexed it, so it parsed then: a torn file)
+                continue
+            if isinstance(record, dict):
+                tally.add(record)
+    finally:
+        for f in files.values():
+            f.close()
+    return tally.result()
 
 
 # -- figures ------------------------------------------------------------------------------
@@ -473,6 +524,9 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         phases = steady_phase_medians(session.steps, session.phases, session.compiles)
     instance_type = (meta.get("instance") or {}).get("type")
     accelerator, cores_available = instance_figures(instance_type, table)
+    # The cores as the SDK counted them on the machine (64 logical on a trn2.48xlarge under
+    # LNC 2, where the price table's spec counts 128 physical ones).
+    cores_available = session.logical_cores or cores_available
     episodes = recorded.alert_episodes(session.alerts)
     return {
         "session": session.meta["name"] if session.job else session.name,
@@ -495,6 +549,7 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "samples_per_dollar_steady": figures["samples_per_dollar_steady"],
         "samples_per_dollar_all_in": figures["samples_per_dollar_all_in"],
         "relative_price_performance": None,
+        **_neuron_row(session.neuron),
         # Sessions from before the supervisor recorded alerts: unknown, not 0.
         "alerts": sum(episodes.values()) if meta.get("records_alerts") else None,
         "alerts_by_key": ", ".join(f"{key} x{n}" for key, n in sorted(episodes.items()))
@@ -510,6 +565,16 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "problems": session.problems,
         "path": str(session.path),
     }
+
+
+def _neuron_row(found: RunNeuron | None) -> dict[str, Any]:
+    if found is None:
+        return {"flops_util": None, "exec_errors": None, "flops_peak": None,
+                "flops_note": NO_SAMPLES, "exec_errors_by_type": None}
+    return {"flops_util": found.flops_util, "exec_errors": found.exec_errors,
+            "flops_peak": found.peak.label if found.peak is not None else None,
+            "flops_note": found.flops_note,
+            "exec_errors_by_type": errors_text(found.errors_by_type) or None}
 
 
 def compare_rows(sessions: Sequence[Path | LoadedSession], baseline: int = 0, *,
@@ -613,6 +678,13 @@ def _float(value: Any) -> float | None:
     return float(value)
 
 
+def format_value(value: Any, kind: str) -> str:
+    """A table cell: fmt.format_value's kinds, and `percent` (a fraction, 0.0074 -> 0.74%)."""
+    if kind == "percent":
+        return flops_percent(float(value)) if fmt.known(value) else MISSING
+    return fmt.format_value(value, kind)
+
+
 def _cells(row: dict[str, Any], columns: Sequence[Column] = COLUMNS) -> list[str]:
     cells = [format_value(row.get(c.key), c.kind) for c in columns]
     cores = next(i for i, c in enumerate(columns) if c.key == "cores_used")
@@ -642,6 +714,18 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
         notes.append(f"no step phases recorded in {', '.join(unphased)}: one call per step, "
                      'probe.step(samples=16, phases={"data": 0.01, "forward": 0.05}) '
                      "(seconds), reports them.")
+    peaks = list(dict.fromkeys(r["flops_peak"] for r in rows if r.get("flops_peak")))
+    if any(fmt.known(r.get("flops_util")) or fmt.known(r.get("exec_errors")) for r in rows):
+        notes.append("FLOPS UTIL: NeuronCores' FLOPs (neuron-monitor's flops, a rate) over "
+                     "the core's dense peak (AWS Neuron docs), mean over the samples that "
+                     "report FLOPs" + (f"; against {'; '.join(peaks)}" if peaks else "") +
+                     ". EXEC ERRORS: neuron-monitor's execution errors over the whole run.")
+    for r in rows:  # why a run has no FLOPs utilisation; which errors it had
+        said = [f"FLOPS UTIL n/a: {r['flops_note']}" if not fmt.known(r.get("flops_util"))
+                and r.get("flops_note") not in (None, NO_SAMPLES) else None,
+                f"errors: {r['exec_errors_by_type']}" if r.get("exec_errors_by_type") else None]
+        if any(said):
+            notes.append(f"{r['session']}: " + "; ".join(x for x in said if x))
     for r in rows:  # a job of many nodes: one row, its nodes here
         if r.get("job"):
             notes.append(f"{r['session']}: {r['nodes']} nodes ({r['node_states']}); "

@@ -17,6 +17,7 @@ and every figure says which one it is measured against.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ DEFAULT_PEAK_DTYPE = "bf16"
 """The data type whose peak FLOPs utilisation is measured against when the run does not say:
 BF16, the training default on Neuron (its auto-cast target)."""
 MISSING_MARK = "—"
+NO_SAMPLES = "no neuron-monitor sample recorded"
 
 # Short names for the device memory kinds neuron-monitor reports, in the order shown.
 MEMORY_KIND_NAMES = {"tensors": "tensors", "constants": "constants", "model_code": "code",
@@ -365,7 +367,7 @@ class RunTally:
         if util is not None:
             note = None
         elif not self.samples:
-            note = "no neuron-monitor sample recorded"
+            note = NO_SAMPLES
         else:
             note = "; ".join(self._reasons) or "no core in use in any sample"
         return RunNeuron(util, self._util_n, self._peak, note, self._errors,
@@ -394,6 +396,14 @@ def combine(runs: Sequence[RunNeuron]) -> RunNeuron:
     return RunNeuron(util, n, next((r.peak for r in runs if r.peak is not None), None),
                      None if util is not None else "; ".join(notes) or None,
                      sum(errors) if errors else None, tuple(sorted(by_type.items())))
+
+
+def flops_percent(fraction: float | None) -> str:
+    """FLOPs utilisation as a percentage, with the digits a small share needs; '—' unknown."""
+    if fraction is None or not math.isfinite(fraction):
+        return MISSING_MARK
+    pct = fraction * 100
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%" if pct >= 1 else f"{pct:.2f}%"
 
 
 def errors_text(by_type: Iterable[tuple[str, int]], *, nonzero: bool = True) -> str:

@@ -130,14 +130,14 @@ def test_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[1].split() == [
         "20260101-100000-trn1", "completed", "trn1.2xlarge", "1x", "Trainium", "2/2", "32", "4",
         "10.1", "s", "100.0", "ms", "100.0", "ms", "320.0", "$1.34375", "857,302", "285,767",
-        "1.00x", "n/a"]
+        "1.00x", "n/a", "n/a", "n/a"]  # no neuron sample: FLOPS UTIL and EXEC ERRORS unknown
     assert lines[2].split() == [
         "20260101-110000-inf2", "completed", "inf2.xlarge", "1x", "Inferentia2", "2/2", "32",
         "2", "10.1", "s", "127.5", "ms", "127.5", "ms", "251.0", "$0.7582", "1,191,677",
-        "463,935", "1.39x", "n/a"]
+        "463,935", "1.39x", "n/a", "n/a", "n/a"]
     assert lines[3].split() == [
         "20260101-120000-laptop", "completed", "n/a", "n/a", "2", "32", "n/a", "10.0", "s",
-        "50.0", "ms", "50.0", "ms", "640.0", "n/a", "n/a", "n/a", "n/a", "n/a"]
+        "50.0", "ms", "50.0", "ms", "640.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"]
     assert "against 20260101-100000-trn1" in out
 
 
@@ -169,7 +169,8 @@ def test_markdown(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [[c.strip() for c in line.strip("|").split("|")]
             for line in out.splitlines() if line.startswith("|")]
     header, rule, trn1, inf2, laptop = rows
-    assert header[0] == "session" and header[-2:] == ["relative", "alerts"]
+    assert header[0] == "session"
+    assert header[-4:] == ["relative", "flops util", "exec errors", "alerts"]
     assert rule[0] == "---" and rule[-2] == "---:"
     cells = dict(zip(header, inf2, strict=True))
     assert cells["samples/$"] == "1,191,677" and cells["relative"] == "1.39x"

@@ -15,7 +15,13 @@ from textual.content import Content
 
 from neurotui import charts, fmt
 from neurotui.live.model import AcceleratorState, CoreRow
-from neurotui.live.neuron import MEMORY_KIND_NAMES, MISSING_MARK, NeuronState, errors_text
+from neurotui.live.neuron import (
+    MEMORY_KIND_NAMES,
+    MISSING_MARK,
+    NeuronState,
+    errors_text,
+    flops_percent,
+)
 from neurotui.ui.widgets.cells import heat_lines
 from neurotui.ui.widgets.panel import (
     ERROR,
@@ -114,14 +120,6 @@ def neuron_cores_text(n: NeuronState, in_use: int, short: bool = False) -> str:
     if n.core_version is not None:
         text += f", {n.core_version}"
     return text
-
-
-def flops_percent(fraction: float | None) -> str:
-    """FLOPs utilisation as a percentage, with the digits a small share needs; '—' unknown."""
-    if fraction is None or not math.isfinite(fraction):
-        return MISSING_MARK
-    pct = fraction * 100
-    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%" if pct >= 1 else f"{pct:.2f}%"
 
 
 def flops_lines(n: NeuronState, width: int) -> list[Line]:
