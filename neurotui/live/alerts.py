@@ -278,7 +278,7 @@ def input_starvation(procs: Sequence[Mapping[str, Any]], host: Sequence[Mapping[
     else:
         per_rank = _workers_per_rank(workers, seen)
         now_n = f"now {per_rank} per rank" if per_rank else "now as many as shown"
-        spare = f"; {room[0]} host CPUs have room" if room is not None else ""
+        spare = f"; {room[0]} of {room[1]} host CPUs have room" if room is not None else ""
         advice = (f"raise DataLoader(num_workers=N) ({now_n}{spare}), or make each sample "
                   "cheaper (decode once and cache, lighter augmentation)")
     return Alert("input-starved", "warning",

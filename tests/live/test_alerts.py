@@ -243,7 +243,7 @@ def test_starved_workers_while_the_ranks_wait_on_a_cpu_run() -> None:
         "medians of the last 40 steps past warm-up)",
         "host: 3 of 4 CPUs under 50% over the last 30s")
     assert alert.advice is not None and alert.advice.startswith(
-        "raise DataLoader(num_workers=N) (now 1 per rank; 3 host CPUs have room)")
+        "raise DataLoader(num_workers=N) (now 1 per rank; 3 of 4 host CPUs have room)")
     # Healthy: the worker keeps up (mostly idle), or the ranks hardly wait.
     assert alerts.input_starvation(starved_procs(4.0), hosts, [], waiting(0.7), 12.5,
                                    "steady") is None
