@@ -16,6 +16,7 @@ from typing import TextIO
 from neurotui import fmt, recorded
 from neurotui.live.clock import WallClock
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
+from neurotui.live.neuron import errors_text, flops_percent
 from neurotui.live.nodes import NodesState
 from neurotui.session import layout
 from neurotui.session.jobreader import JobReader
@@ -48,6 +49,12 @@ def progress_line(state: DashboardState) -> str:
         cost = tp.epoch.remaining_usd
         parts.append(f"epoch {fmt.short_duration(tp.epoch.remaining_s)}"
                      + (f", {fmt.usd(cost)}" if cost is not None else ""))
+    neuron = state.accelerator.neuron
+    if neuron is not None and neuron.flops_util is not None:
+        parts.append(f"FLOPs util {flops_percent(neuron.flops_util)} of "
+                     f"{neuron.peak.short_label}")
+    if neuron is not None and neuron.errors is not None and neuron.errors.total:
+        parts.append(f"exec errors {neuron.errors.total:,} ({errors_text(neuron.errors.by_type)})")
     if header.step is not None and tp.source:
         parts.append(f"steps from {tp.source}")
     return " | ".join(parts)
