@@ -32,6 +32,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_LIMIT = 0.005
+RSS_LIMIT_MB = 40
 
 LINES = {
     # What the ranks print each step: our runner's line (the cheapest to parse), and the
@@ -111,6 +112,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         time.sleep(max(1.0, seconds - 3.0))
         cpu1, t1 = supervisor.cpu_times(), time.time()
         wakeups = (supervisor.num_ctx_switches().voluntary - switches0) / (t1 - t0)
+        rss = supervisor.memory_info().rss
         proc.wait(timeout=seconds + 120)
         share = ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (t1 - t0)
         written = {(r, s): t for r, s, t in json.loads(truth.read_text())}
@@ -126,7 +128,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
             t = np.array([stamped[(r, s)] for s in range(1, int(seconds * rate) + 1)
                           if (r, s) in stamped])
             step_times.extend(np.diff(t))
-    return {"cpu_share": share, "wakeups_per_s": wakeups,
+    return {"cpu_share": share, "wakeups_per_s": wakeups, "rss_mb": rss / 1e6,
             "system_share": (cpu1.system - cpu0.system) / (t1 - t0),
             "found": len(late) / len(written),
             "late_median_ms": float(np.median(late) * 1000),
@@ -154,7 +156,8 @@ def main() -> int:
         error = abs(figures["step_median_s"] / truth - 1)
         print(f"{ranks} ranks x {rate:g} {shape} lines/s ({figures['method']}): supervisor "
               f"{figures['cpu_share']:.2%} of one core ({figures['system_share']:.2%} in the "
-              f"kernel), {figures['wakeups_per_s']:.1f} wakeups/s; {figures['found']:.1%} of "
+              f"kernel), {figures['wakeups_per_s']:.1f} wakeups/s, {figures['rss_mb']:.0f} MB; "
+              f"{figures['found']:.1%} of "
               f"lines recorded; stamped {figures['late_median_ms']:.2f} ms late (median), "
               f"{figures['late_p99_ms']:.1f} ms (p99), {figures['late_max_ms']:.1f} ms (max); "
               f"median step {figures['step_median_s'] * 1000:.1f} ms vs {truth * 1000:.1f} ms "
@@ -162,9 +165,10 @@ def main() -> int:
         if watch:  # the default; polling is the fallback, reported beside it
             ok &= error <= 0.05 and figures["found"] == 1.0
             if ranks == args.ranks:
-                ok &= figures["cpu_share"] <= CPU_LIMIT
+                ok &= figures["cpu_share"] <= CPU_LIMIT and figures["rss_mb"] <= RSS_LIMIT_MB
     print("PASS" if ok else f"FAIL (targets: supervisor <= {CPU_LIMIT:.1%} of a core at "
-          f"{args.ranks} ranks x {args.rate:g}/s; median step within 5%; every line recorded)")
+          f"{args.ranks} ranks x {args.rate:g}/s, {RSS_LIMIT_MB} MB; median step within 5%; every "
+          "line recorded)")
     return 0 if ok else 1
 
 
