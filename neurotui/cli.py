@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-auto-probe", action="store_true",
                      help="do not time each optimizer step inside the ranks (the automatic "
                           "probe: on by default for any PyTorch job)")
+    run.add_argument("--neuron-metrics-url", type=_metrics_url, metavar="URL",
+                     help="where neuron-monitor is absent, read Neuron metrics from this "
+                          "Prometheus page (neuron-monitor-prometheus.py's, e.g. "
+                          "http://HOST:8000/metrics); a user:password in it is never recorded")
     run.add_argument("--detach", action="store_true", help="start, print the session, return")
     many = run.add_argument_group("a job of many nodes (each node runs `neurotui run`)")
     many.add_argument("--job", metavar="ID", help="the job's id, the same on every node (else "
@@ -245,8 +249,9 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
         "samples_per_step": args.samples_per_step, "dataset_size": args.dataset_size,
         "peak_dtype": args.peak_dtype,
-        "group_readable": args.group_readable, "job": args.job, "node": args.node})
-    supervisor = start_supervisor(session_dir)
+        "group_readable": args.group_readable, "job": args.job, "node": args.node,
+        "neuron_metrics_url": _recorded_url(args.neuron_metrics_url)})
+    supervisor = _start_with_metrics_url(session_dir, args.neuron_metrics_url)
     if not wait_started(session_dir, supervisor):
         return 1
     print(f"neurotui: session {session_dir.name} in {session_dir.parent}", flush=True)
@@ -254,6 +259,41 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
     if args.detach:
         return 0
     return follow_session(session_dir, args, headless=args.headless)
+
+
+def _metrics_url(text: str) -> str:
+    """`--neuron-metrics-url`: an http(s) URL with a host, or argparse's error saying why."""
+    from neurotui.collect.observer import BadMetricsURL, check_url
+
+    try:
+        return check_url(text)
+    except BadMetricsURL as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _recorded_url(url: str | None) -> str | None:
+    """The URL as meta.json records it: without a user:password."""
+    if url is None:
+        return None
+    from neurotui.collect.observer import redact
+
+    return redact(url)
+
+
+def _start_with_metrics_url(session_dir: Path, url: str | None) -> subprocess.Popen[bytes]:
+    """The supervisor, given the credentials of the metrics URL in its environment only (not
+    in meta.json, not in argv); it takes them out before it launches the job."""
+    from neurotui.collect.telemetry import METRICS_URL_ENV
+
+    secret = url if url is not None and _recorded_url(url) != url else None
+    if secret is None:
+        os.environ.pop(METRICS_URL_ENV, None)
+        return start_supervisor(session_dir)
+    os.environ[METRICS_URL_ENV] = secret
+    try:
+        return start_supervisor(session_dir)
+    finally:
+        del os.environ[METRICS_URL_ENV]  # this process keeps no copy beyond the start
 
 
 def create_session(root: Path, name: str, user_cmd: list[str], *, shell: bool,

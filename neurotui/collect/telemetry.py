@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
+from typing import Any
 
 from neurotui.collect.accelerators import (
     NeuronMonitorCollector,
@@ -12,53 +14,88 @@ from neurotui.collect.accelerators import (
     find_tool,
     neuron_ls_snapshot,
 )
+from neurotui.collect.observer import SOURCE as METRICS_URL_SOURCE
+from neurotui.collect.observer import BadMetricsURL, ObserverCollector, redact
 from neurotui.session.writer import EventWriter
 
 NO_NEURON = "neuron-monitor not found: install aws-neuronx-tools"
 NO_NVIDIA = "nvidia-smi not found"
+METRICS_URL_ENV = "NEUROTUI_NEURON_METRICS_URL"
+"""`run --neuron-metrics-url` with a user:password in it: the whole URL reaches the supervisor
+in this variable, while meta.json and the supervisor's argv hold it without them."""
+
+
+def metrics_url(config: Mapping[str, Any],
+                environ: MutableMapping[str, str] = os.environ) -> str | None:
+    """The run's /metrics URL (config `neuron_metrics_url`, recorded without credentials), with
+    the credentials `environ` carries for it. The variable is taken out of `environ`, so the
+    job the supervisor launches does not inherit a password; one for another URL is ignored."""
+    recorded = config.get("neuron_metrics_url")
+    secret = environ.pop(METRICS_URL_ENV, None)
+    if not recorded:
+        return None
+    return secret if secret and redact(secret) == recorded else str(recorded)
 
 
 class Telemetry:
     """Accelerator collectors for the supervisor; host telemetry is sampled beside them."""
 
     def __init__(self, session_dir: Path, writer: EventWriter, now: float,
-                 on_instance_type: Callable[[str, str], None] | None = None) -> None:
+                 on_instance_type: Callable[[str, str], None] | None = None,
+                 metrics_url: str | None = None) -> None:
+        """`metrics_url`: a Prometheus /metrics page of Neuron metrics (`run
+        --neuron-metrics-url`), scraped where neuron-monitor is absent."""
         self.writer = writer
         self.on_instance_type = on_instance_type
         self.instance_type: str | None = None
         self._neuron_ls = find_tool("neuron-ls")
         self._rank_pids: frozenset[int] = frozenset()
         self.monitor: NeuronMonitorCollector | None = None
+        self.observer: ObserverCollector | None = None
         self.nvidia: NvidiaCollector | None = None
         monitor_exe = find_tool("neuron-monitor")
         if monitor_exe:
             self.monitor = NeuronMonitorCollector(monitor_exe, writer, session_dir)
-        elif (smi := find_tool("nvidia-smi")) is not None:
+            if metrics_url:
+                writer.write("warning", t=now, source=METRICS_URL_SOURCE,
+                             message=f"{redact(metrics_url)} not scraped: neuron-monitor runs "
+                                     "here and is read instead")
+        elif metrics_url:
+            try:
+                self.observer = ObserverCollector(metrics_url, writer)
+            except BadMetricsURL as exc:  # `run` checked it; a hand-edited meta.json may not
+                writer.write("source_status", t=now, source=METRICS_URL_SOURCE, ok=False,
+                             message=str(exc))
+        if self.monitor is None and self.observer is None and \
+                (smi := find_tool("nvidia-smi")) is not None:
             self.nvidia = NvidiaCollector(smi, writer, session_dir)
-        if self.monitor is None and self.nvidia is None:
+        # With Neuron metrics from the URL, neuron-monitor's absence is no news.
+        if self.monitor is None and self.observer is None and self.nvidia is None:
             message = (f"no accelerator telemetry: {NO_NEURON}, and {NO_NVIDIA}; "
                        "showing host metrics only")
             writer.write("source_status", t=now, source="accelerator", ok=False,
                          message=message)
-        elif self.monitor is None:
+        elif self.monitor is None and self.observer is None:
             writer.write("source_status", t=now, source="neuron-monitor", ok=False,
                          message=f"{NO_NEURON}; showing NVIDIA and host metrics")
         if self._neuron_ls:
             self._snapshot(now)
 
     def poll(self, now: float, rank_pids: frozenset[int]) -> None:
-        for collector in (self.monitor, self.nvidia):
+        for collector in (self.monitor, self.observer, self.nvidia):
             if collector is not None:
                 collector.poll(now)
         if self.monitor is not None and self.monitor.instance_type:
             self._found_instance(self.monitor.instance_type, "neuron-monitor")
+        if self.observer is not None and self.observer.instance_type:
+            self._found_instance(self.observer.instance_type, "neuron /metrics")
         if self._neuron_ls and rank_pids != self._rank_pids:
             # Which process owns which NeuronCores changes when ranks start or restart.
             self._rank_pids = rank_pids
             self._snapshot(now)
 
     def close(self) -> None:
-        for collector in (self.monitor, self.nvidia):
+        for collector in (self.monitor, self.observer, self.nvidia):
             if collector is not None:
                 with contextlib.suppress(Exception):
                     collector.close()

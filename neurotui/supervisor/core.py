@@ -27,7 +27,7 @@ import psutil
 
 from neurotui import autoprobe
 from neurotui.collect.host import ProcessRows, host_sample
-from neurotui.collect.telemetry import Telemetry
+from neurotui.collect.telemetry import Telemetry, metrics_url
 from neurotui.pricing.record import price_record
 from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
@@ -85,6 +85,9 @@ class Supervisor:
                                   float(config.get("kill_timeout_s", 10.0)))
         self.job_env: dict[str, str] = dict(config.get("env") or {})
         self.auto_probe = bool(config.get("auto_probe", True))
+        # `run --neuron-metrics-url`; read (and its credentials taken out of the environment)
+        # before the job is launched with that environment.
+        self.neuron_metrics_url = metrics_url(config)
         self.writer = EventWriter(self.dir / layout.EVENTS, reserve=True)
         self.alerts = AlertRecorder(self.writer)
         self._meta_unsaved: dict[str, Any] = {}  # changes a full disk refused, retried
@@ -142,7 +145,8 @@ class Supervisor:
         sig_name: str | None = None
         try:
             self.telemetry = Telemetry(self.dir, self.writer, time.time(),
-                                       on_instance_type=self._instance_detected)
+                                       on_instance_type=self._instance_detected,
+                                       metrics_url=self.neuron_metrics_url)
             if self.adopt and not self._adopt():
                 return 1
             if self.exporter is not None:  # `run --metrics-port`: a view beside the job
