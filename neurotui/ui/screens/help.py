@@ -33,7 +33,11 @@ Panels
               time over the whole run; per-rank median step time (recent steps),
               straggler marked; samples per dollar now, steady, and all-in (the
               whole bill so far, compile and idle time included)
-  Accelerator per NeuronCore / GPU utilisation and memory, or why there is none
+  Accelerator per NeuronCore / GPU utilisation and memory, or why there is none;
+              on Neuron: logical cores in use of the instance's, LNC, core version,
+              each core's FLOPs utilisation against its dense peak (BF16 unless run
+              --peak-dtype says), the physical split (trn2), memory by kind,
+              execution errors, latency p50/p99, ECC
   Host        CPU heat map: a row per CPU (grouped, busiest shown, when they do not
               fit), time to the right, darker = busier, pinned (>= 90%) coloured;
               R / W: a rank / DataLoader worker last ran on a CPU of the row; memory, load
