@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from neurotui.collect.host import ProcessRows
+from neurotui.supervisor import process_tree
 from neurotui.supervisor.process_tree import RESCAN_S, SETTLE_S, SETTLED_RESCAN_S, JobTree
 
 # A launcher named like torchrun, two ranks, each with a worker (a DataLoader's); with
@@ -88,3 +89,61 @@ def test_a_settled_tree_is_rescanned_every_few_seconds_a_changing_one_each_secon
     assert len(tree.sampled(settled_at + SETTLED_RESCAN_S - 0.1)) == 6  # not looked at yet
     assert len(tree.sampled(settled_at + SETTLED_RESCAN_S)) == 5  # rescanned: it is gone
     assert tree._next_scan == settled_at + SETTLED_RESCAN_S + RESCAN_S  # changing again
+
+
+def test_a_scan_reads_the_job_and_new_processes_not_the_rest_of_the_host(
+        job, monkeypatch) -> None:
+    """ProcScan reads the stat of the job's processes and of processes it has not seen;
+    another process of the host is read again only at a full look (FULL_SCAN_S)."""
+    _wait_for(job.pid, 4)
+    read: list[int] = []
+    real_read = process_tree._read_stat
+
+    def counting(pid: int) -> tuple[int, int] | None:
+        read.append(pid)
+        return real_read(pid)
+
+    monkeypatch.setattr(process_tree, "_read_stat", counting)
+    scan = process_tree.ProcScan()
+    first = scan.scan(job.pid, now=0.0)
+    assert first is not None and len(first) == 5  # launcher, 2 ranks, 2 workers
+    assert len(read) > len(first)  # the whole host, once
+    others = len(read) - len(first)
+    read.clear()
+    assert sorted(scan.scan(job.pid, now=1.0)) == sorted(first)
+    assert len(read) <= len(first) + 2  # the job's (and what started since), not the host's
+    rank = next(pid for pid, _ in first if psutil.Process(pid).ppid() == job.pid)
+    late = subprocess.Popen(["sleep", "30"])  # a new process of the host, not of the job
+    try:
+        assert late.pid not in {pid for pid, _ in scan.scan(job.pid, now=2.0)}  # not the job's
+        read.clear()
+        scan.scan(job.pid, now=3.0)
+        assert late.pid not in read  # seen once as another's: not read again
+    finally:
+        late.kill()
+        late.wait()
+    read.clear()
+    full = scan.scan(job.pid, now=3.0 + process_tree.ProcScan.FULL_SCAN_S)
+    assert sorted(full) == sorted(first) and len(read) >= others  # a full look
+    assert rank in {pid for pid, _ in full}
+
+
+def test_a_worker_started_later_joins_the_tree() -> None:
+    launcher = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "time.sleep(1.0)\n"
+        "subprocess.Popen(['sleep', '30'])\n"
+        "time.sleep(30)\n")], start_new_session=True)
+    try:
+        scan = process_tree.ProcScan()
+        assert [pid for pid, _ in scan.scan(launcher.pid, now=0.0)] == [launcher.pid]
+        deadline = time.time() + 10
+        while not psutil.Process(launcher.pid).children() and time.time() < deadline:
+            time.sleep(0.05)
+        child = psutil.Process(launcher.pid).children()[0].pid
+        assert child in {pid for pid, _ in scan.scan(launcher.pid, now=1.0)}
+    finally:
+        for child_proc in psutil.Process(launcher.pid).children(recursive=True):
+            child_proc.kill()
+        launcher.kill()
+        launcher.wait()
