@@ -144,7 +144,7 @@ def _step_json(t: float, rank: int, step: int, samples: float | None, loss: floa
             f'"phases": null, "src": "log", "attempt": {attempt}{extra}}}')
 
 
-@dataclass(eq=False)  # one per file: compared and hashed as itself
+@dataclass(eq=False, slots=True)  # one per file: compared and hashed as itself
 class _Followed:
     path: Path
     name: str  # relative to the session, as `log_offsets` names it
