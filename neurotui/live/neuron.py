@@ -206,13 +206,13 @@ def recent_errors(series: Sequence[Mapping[str, Any]]) -> Errors | None:
     by_type: dict[str, int] = {}
     times: list[float] = []
     for event in series:
-        errors = event.get("exec_errors")
-        if not isinstance(errors, int | float) or isinstance(errors, bool):
+        errors = _num(event.get("exec_errors"))
+        if errors is None or isinstance(event.get("exec_errors"), bool):
             continue
         samples += 1
         total += int(errors)
-        for kind, n in (event.get("exec_errors_by_type") or {}).items():
-            if isinstance(n, int | float) and not isinstance(n, bool):
+        for kind, n in _map(event.get("exec_errors_by_type")).items():
+            if isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n):
                 by_type[str(kind)] = by_type.get(str(kind), 0) + int(n)
         t = _num(event.get("t"))
         if t is not None:
@@ -226,8 +226,8 @@ def recent_errors(series: Sequence[Mapping[str, Any]]) -> Errors | None:
 def _latency(value: Any) -> Latency | None:
     if not isinstance(value, Mapping):
         return None
-    total = value.get("total_latency") or {}
-    device = value.get("device_latency") or {}
+    total = _map(value.get("total_latency"))
+    device = _map(value.get("device_latency"))
     found = Latency(_num(total.get("p50")), _num(total.get("p99")),
                     _num(device.get("p50")), _num(device.get("p99")))
     return None if all(v is None for v in (found.p50, found.p99, found.device_p50,
@@ -237,8 +237,8 @@ def _latency(value: Any) -> Latency | None:
 def _ecc(value: Any) -> tuple[tuple[str, int | None], ...] | None:
     if not isinstance(value, Mapping):
         return None
-    return tuple((key, value.get(key) if isinstance(value.get(key), int) else None)
-                 for key in ECC_KEYS)
+    return tuple((key, value.get(key) if isinstance(value.get(key), int)
+                  and not isinstance(value.get(key), bool) else None) for key in ECC_KEYS)
 
 
 def _by_kind(value: Any) -> tuple[tuple[str, int], ...] | None:
@@ -246,8 +246,13 @@ def _by_kind(value: Any) -> tuple[tuple[str, int], ...] | None:
         return None
     known = [k for k in MEMORY_KIND_NAMES if k in value]
     others = sorted(k for k in value if k not in MEMORY_KIND_NAMES)
-    return tuple((k, int(value[k])) for k in (*known, *others)
-                 if isinstance(value[k], int | float) and not isinstance(value[k], bool))
+    found = ((k, _num(value[k])) for k in (*known, *others) if not isinstance(value[k], bool))
+    return tuple((k, int(v)) for k, v in found if v is not None)
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    """`value` if it is an object, else an empty one (a damaged record shows as missing)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _int(value: Any) -> int | None:
@@ -355,11 +360,11 @@ class RunTally:
             reason = flops_reason(cores, peak)
             if reason and reason not in self._reasons:
                 self._reasons.append(reason)
-        errors = event.get("exec_errors")
-        if isinstance(errors, int | float) and not isinstance(errors, bool):
+        errors = _num(event.get("exec_errors"))
+        if errors is not None and not isinstance(event.get("exec_errors"), bool):
             self._errors = (self._errors or 0) + int(errors)
-            for kind, n in (event.get("exec_errors_by_type") or {}).items():
-                if isinstance(n, int | float) and not isinstance(n, bool):
+            for kind, n in _map(event.get("exec_errors_by_type")).items():
+                if isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n):
                     self._by_type[str(kind)] = self._by_type.get(str(kind), 0) + int(n)
 
     def result(self) -> RunNeuron:

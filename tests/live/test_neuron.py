@@ -188,3 +188,18 @@ def test_headless_line_names_the_flops_utilisation_and_errors(tmp_path: Path) ->
     assert "FLOPs util 0.74% of BF16 peak 166.75TF" in line
     line = progress_line(state_at(neuron_session(tmp_path / "b", "trn1")))
     assert f"exec errors {20 * TRN1_GENERIC_ERRORS:,} (generic " in line
+
+
+@pytest.mark.parametrize("damaged", [
+    {"cores": "x", "exec_errors": "many", "exec_errors_by_type": [1, 2], "latency": [],
+     "ecc": {"mem_corrected": True}, "device_mem_by_kind": {"tensors": float("nan")}},
+    {"cores": [{"core": "a", "pid": [], "util": "busy", "flops": -5, "physical": "nc"}],
+     "latency": {"total_latency": [0.1]}, "exec_errors": float("inf"),
+     "neuroncore_version": 3, "logical_neuroncore_config": "two"},
+])
+def test_damaged_samples_show_as_missing_not_crash(damaged: dict[str, object]) -> None:
+    n = neuron_state([{"t": T0, "kind": "neuron", **damaged}], [{"logical_cores": "64"}], {})
+    assert n.flops_util is None and n.latency is None
+    assert n.errors is None or n.errors.total == 0
+    assert all(c.flops_util is None for c in n.cores)
+    assert run_neuron([{"t": T0, **damaged}], {}).exec_errors is None
