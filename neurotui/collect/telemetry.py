@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neurotui.collect.accelerators import (
     NeuronMonitorCollector,
@@ -14,9 +14,10 @@ from neurotui.collect.accelerators import (
     find_tool,
     neuron_ls_snapshot,
 )
-from neurotui.collect.observer import SOURCE as METRICS_URL_SOURCE
-from neurotui.collect.observer import BadMetricsURL, ObserverCollector, redact
 from neurotui.session.writer import EventWriter
+
+if TYPE_CHECKING:
+    from neurotui.collect.observer import ObserverCollector
 
 NO_NEURON = "neuron-monitor not found: install aws-neuronx-tools"
 NO_NVIDIA = "nvidia-smi not found"
@@ -34,6 +35,8 @@ def metrics_url(config: Mapping[str, Any],
     secret = environ.pop(METRICS_URL_ENV, None)
     if not recorded:
         return None
+    from neurotui.collect.observer import redact  # only for a run that has a URL
+
     return secret if secret and redact(secret) == recorded else str(recorded)
 
 
@@ -54,6 +57,10 @@ class Telemetry:
         self.observer: ObserverCollector | None = None
         self.nvidia: NvidiaCollector | None = None
         monitor_exe = find_tool("neuron-monitor")
+        if metrics_url:
+            # Only a run with a URL loads the scraper (urllib, prometheus_client's parser).
+            from neurotui.collect.observer import SOURCE as METRICS_URL_SOURCE
+            from neurotui.collect.observer import BadMetricsURL, ObserverCollector, redact
         if monitor_exe:
             self.monitor = NeuronMonitorCollector(monitor_exe, writer, session_dir)
             if metrics_url:
