@@ -566,8 +566,13 @@ class DashboardModel:
             _warnings(events.get("warning", [])),
             rules.lost_data([r for r in events.get("lost", ()) if float(r["t"]) <= now]),
         ]
-        # What the supervisor recorded, unless this model raised the same alert itself.
         keys = {a.key for a in found if a is not None}
+        if "input-starved" in keys:
+            # One cause, told once: the starvation alert names the busy workers and the data
+            # wait, which say more than the host's busy CPUs alone.
+            found = [a for a in found if a is None or a.key != "cpu-bound-input"]
+            keys.discard("cpu-bound-input")
+        # What the supervisor recorded, unless this model raised the same alert itself.
         return found + [a for a in rules.recorded(events.get("alert", ()), now)
                         if a.key not in keys]
 

@@ -32,7 +32,7 @@ async def test_essentials_at_80x24(ref: Path) -> None:
         text = screen_text(app)
     for expected in ("trn1.2xlarge", "$1.34/h", "00:01:10", "STEADY", "step 120/500", "ETA",
                      "samples/s", "straggler", "NeuronCore", "4 per row (max)", "PID",
-                     "CPU-bound input", "Log: rank 0 stdout", "training continues",
+                     "input starvation", "Log: rank 0 stdout", "training continues",
                      "S Stop training"):
         assert expected in text, expected
 
