@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neurotui.sources.parse_errors import TelemetryParseError
+from neurotui.sources.summing import add_counts, add_known, highest_percentiles, sum_known
 
 SOURCE = "neuron-monitor"
 
@@ -676,25 +677,25 @@ def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
             if core not in seen:
                 cores.append(_core_entry(core, rt.pid, None, mem))
         if rt.memory:
-            host_used = _add(host_used, rt.memory.host_bytes)
-            device_used = _add(device_used, rt.memory.device_bytes)
+            host_used = add_known(host_used, rt.memory.host_bytes)
+            device_used = add_known(device_used, rt.memory.device_bytes)
             for mem in rt.memory.cores:
-                device_by_kind = _add_counts(device_by_kind, mem.by_kind())
+                device_by_kind = add_counts(device_by_kind, mem.by_kind())
             if rt.memory.host is not None:
-                host_by_kind = _add_counts(host_by_kind, _host_by_kind(rt.memory.host))
-        vcpu_user = _add(vcpu_user, rt.vcpu_user)
-        vcpu_system = _add(vcpu_system, rt.vcpu_system)
+                host_by_kind = add_counts(host_by_kind, _host_by_kind(rt.memory.host))
+        vcpu_user = add_known(vcpu_user, rt.vcpu_user)
+        vcpu_system = add_known(vcpu_system, rt.vcpu_system)
         ex = rt.execution
         if ex:
-            completed = _add(completed, ex.completed)
-            exec_errors = _add(exec_errors, ex.errors_total)
+            completed = add_known(completed, ex.completed)
+            exec_errors = add_known(exec_errors, ex.errors_total)
             if ex.error_summary:
-                errors_by_type = _add_counts(errors_by_type, ex.error_summary)
+                errors_by_type = add_counts(errors_by_type, ex.error_summary)
             if ex.execution_summary:
-                exec_by_status = _add_counts(exec_by_status, ex.execution_summary)
+                exec_by_status = add_counts(exec_by_status, ex.execution_summary)
             own = _latency(ex)
             if own is not None:
-                latency = _highest(latency, own)
+                latency = highest_percentiles(latency, own)
             runtimes.append(
                 {
                     "pid": rt.pid,
@@ -713,10 +714,10 @@ def monitor_summary(record: MonitorRecord) -> dict[str, Any]:
     ecc = ecc_devices = None
     if hw is not None:
         ecc = {
-            "mem_corrected": _sum(h.mem_ecc_corrected for h in hw),
-            "mem_uncorrected": _sum(h.mem_ecc_uncorrected for h in hw),
-            "sram_corrected": _sum(h.sram_ecc_corrected for h in hw),
-            "sram_uncorrected": _sum(h.sram_ecc_uncorrected for h in hw),
+            "mem_corrected": sum_known(h.mem_ecc_corrected for h in hw),
+            "mem_uncorrected": sum_known(h.mem_ecc_uncorrected for h in hw),
+            "sram_corrected": sum_known(h.sram_ecc_corrected for h in hw),
+            "sram_uncorrected": sum_known(h.sram_ecc_uncorrected for h in hw),
         }
         ecc_devices = [
             {
@@ -801,22 +802,6 @@ def _latency(ex: ExecutionStats) -> dict[str, dict[str, float]] | None:
     return out or None
 
 
-def _highest(
-    acc: dict[str, dict[str, float]] | None, new: dict[str, dict[str, float]]
-) -> dict[str, dict[str, float]]:
-    out = {kind: dict(values) for kind, values in (acc or {}).items()}
-    for kind, values in new.items():
-        slot = out.setdefault(kind, {})
-        for p, v in values.items():
-            slot[p] = v if p not in slot else max(slot[p], v)
-    return out
-
-
-def _add_counts(acc: dict[str, int] | None, new: dict[str, int]) -> dict[str, int]:
-    out = dict(acc or {})
-    for name, value in new.items():
-        out[name] = out.get(name, 0) + value
-    return out
 
 
 def _finite(value: float | None) -> float | None:
@@ -825,15 +810,3 @@ def _finite(value: float | None) -> float | None:
         return None
     return value
 
-
-def _add(total: Any, value: Any) -> Any:
-    if value is None:
-        return total
-    return value if total is None else total + value
-
-
-def _sum(values: Iterable[int | None]) -> int | None:
-    total = None
-    for value in values:
-        total = _add(total, value)
-    return total

@@ -40,6 +40,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from neurotui.sources.neuron_monitor import MEMORY_KINDS
 from neurotui.sources.parse_errors import TelemetryParseError
+from neurotui.sources.summing import add_counts, add_known, highest_percentiles, sum_known
 
 SOURCE = "neuron /metrics"
 
@@ -152,7 +153,7 @@ def observer_summary(
                 continue
             entry["mem_by_kind"] = {**(entry["mem_by_kind"] or {}), kind: value}
             entry["mem_device"] = (entry["mem_device"] or 0) + value
-            device_by_kind = _add_counts(device_by_kind, {kind: value})
+            device_by_kind = add_counts(device_by_kind, {kind: value})
     core_list = sorted(cores.values(), key=lambda c: (
         c["core"], c["pid"] if c["pid"] is not None else -1))
 
@@ -160,15 +161,15 @@ def observer_summary(
     for s in page.get(_RT_MEM):
         where = s.labels.get("memory_location")
         if where == "host":
-            host_used = _add(host_used, _bytes(s.value))
+            host_used = add_known(host_used, _bytes(s.value))
         elif where == "neuron_device":
-            device_used = _add(device_used, _bytes(s.value))
+            device_used = add_known(device_used, _bytes(s.value))
 
     vcpu: dict[str, float | None] = {"user": None, "system": None}
     for s in page.get(_RT_VCPU):
         kind = s.labels.get("usage_type")
         if kind in vcpu and s.value is not None:
-            vcpu[kind] = _add(vcpu[kind], s.value * 100.0)
+            vcpu[kind] = add_known(vcpu[kind], s.value * 100.0)
 
     status_now = _by_runtime(page.get(_STATUS), "status_type")
     errors_now = _by_runtime(page.get(_ERRORS), "error_type")
@@ -193,13 +194,13 @@ def observer_summary(
         if own_status is None and own_errors is None and own_latency is None:
             continue
         if own_status:
-            exec_by_status = _add_counts(exec_by_status, own_status)
-            completed = _add(completed, own_status.get("completed"))
+            exec_by_status = add_counts(exec_by_status, own_status)
+            completed = add_known(completed, own_status.get("completed"))
         if own_errors:
-            exec_errors_by_type = _add_counts(exec_errors_by_type, own_errors)
-            exec_errors = _add(exec_errors, sum(own_errors.values()))
+            exec_errors_by_type = add_counts(exec_errors_by_type, own_errors)
+            exec_errors = add_known(exec_errors, sum(own_errors.values()))
         if own_latency is not None:
-            latency = _highest(latency, own_latency)
+            latency = highest_percentiles(latency, own_latency)
         runtimes.append({
             "pid": pid_of[tag], "tag": tag,
             "exec_period": period_s if previous is not None else None,
@@ -214,7 +215,7 @@ def observer_summary(
                         {str(d): v for d, v in _ecc_by_device(previous).items()})
         ecc_devices = [{"device": int(d), **{k: grown[d].get(k) for k in _ECC_KINDS.values()}}
                        for d in sorted(grown, key=int)]
-        ecc = {k: _sum(dev[k] for dev in ecc_devices) for k in _ECC_KINDS.values()}
+        ecc = {k: sum_known(dev[k] for dev in ecc_devices) for k in _ECC_KINDS.values()}
 
     instance = _first_labels(page, _INSTANCE)
     hardware = _first_labels(page, _HARDWARE)
@@ -255,7 +256,7 @@ def observer_summary(
         "exporter_totals": {
             "exec_by_status": _merge_runtimes(status_now) or None,
             "exec_errors_by_type": _merge_runtimes(errors_now) or None,
-            "ecc": ({k: _sum(_count(dev.get(k)) for dev in ecc_now.values())
+            "ecc": ({k: sum_known(_count(dev.get(k)) for dev in ecc_now.values())
                      for k in _ECC_KINDS.values()} if ecc_now else None),
         },
         "source": SOURCE,
@@ -383,33 +384,3 @@ def _bad_line(text: str) -> str | None:
             return stripped
     return None
 
-
-def _add(total: Any, value: Any) -> Any:
-    if value is None:
-        return total
-    return value if total is None else total + value
-
-
-def _sum(values: Iterable[int | None]) -> int | None:
-    total = None
-    for value in values:
-        total = _add(total, value)
-    return total
-
-
-def _add_counts(acc: dict[str, int] | None, new: Mapping[str, int]) -> dict[str, int]:
-    out = dict(acc or {})
-    for name, value in new.items():
-        out[name] = out.get(name, 0) + value
-    return out
-
-
-def _highest(acc: dict[str, dict[str, float]] | None, new: Mapping[str, Mapping[str, float]]
-             ) -> dict[str, dict[str, float]]:
-    """Per percentile, the highest any runtime reported (as monitor_summary merges them)."""
-    out = {kind: dict(values) for kind, values in (acc or {}).items()}
-    for kind, values in new.items():
-        slot = out.setdefault(kind, {})
-        for p, v in values.items():
-            slot[p] = v if p not in slot else max(slot[p], v)
-    return out
