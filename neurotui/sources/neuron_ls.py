@@ -604,17 +604,7 @@ def _first(values: Iterable[object]) -> Any:
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
     """A Linux cpulist ("0-47,96-143", "5", "0,2,4-7") as sorted distinct CPU ids."""
-    out: set[int] = set()
-    for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d{1,6})\s*(?:-\s*(\d{1,6})\s*)?", part)
-        if not m:
-            raise TelemetryParseError(SOURCE, "unreadable CPU list", text)
-        low = int(m.group(1))
-        high = int(m.group(2)) if m.group(2) else low
-        if high < low or high - low > 65536:
-            raise TelemetryParseError(SOURCE, "bad CPU range", text)
-        out.update(range(low, high + 1))
-    return tuple(sorted(out))
+    return tuple(sorted(set(_expand_ranges(text, "CPU", 65536))))
 
 
 # --------------------------------------------------------------------------------------------
@@ -718,14 +708,20 @@ def _int_list(cell: str, field: str) -> tuple[int, ...]:
 
 def _id_ranges(text: str) -> tuple[int, ...]:
     """ "0-3" or "0,2,4-5" -> the ids."""
+    return tuple(_expand_ranges(text, "NeuronCore id", 4096))
+
+
+def _expand_ranges(text: str, what: str, max_span: int) -> list[int]:
+    """ "0-3,8" -> [0, 1, 2, 3, 8], in order; TelemetryParseError naming `what` for a part
+    that is not a number or a range, or a range wider than `max_span`."""
     out: list[int] = []
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?", part)
         if not m:
-            raise TelemetryParseError(SOURCE, "unreadable NeuronCore id list", text)
+            raise TelemetryParseError(SOURCE, f"unreadable {what} list", text)
         low = int(m.group(1))
         high = int(m.group(2)) if m.group(2) else low
-        if high < low or high - low > 4096:
-            raise TelemetryParseError(SOURCE, "bad NeuronCore id range", text)
+        if high < low or high - low > max_span:
+            raise TelemetryParseError(SOURCE, f"bad {what} range", text)
         out.extend(range(low, high + 1))
-    return tuple(out)
+    return out
