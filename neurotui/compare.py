@@ -50,6 +50,7 @@ from neurotui.metrics.steady import (  # the batch form's own rule, taken node b
 )
 from neurotui.metrics.steptime import past_warmup, with_step_time
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
+from neurotui.session import neurontally
 from neurotui.session.columns import Columns
 from neurotui.session.jobs import job_meta
 from neurotui.session.reader import STEP_SOURCES, SessionReader
@@ -424,23 +425,41 @@ def _logical_cores(snapshots: Sequence[dict[str, Any]]) -> int | None:
 
 
 def run_neuron_of(reader: SessionReader) -> RunNeuron:
-    """FLOPs utilisation and errors over every `neuron` sample of the session, read one at
-    a time where the reader's index says each lies (the reader keeps only the last)."""
-    tally = RunTally(reader.meta)
+    """FLOPs utilisation and errors over every `neuron` sample of the session: from the sums
+    the supervisor kept of them (session/neurontally.py) and the samples recorded after, or,
+    where there are none or they do not agree with the events, from every sample, read one
+    at a time where the reader's index says each lies (the reader keeps only the last)."""
     paths, stream, offset, length = reader.event_locations("neuron")
+    locations = list(zip(stream.tolist(), offset.tolist(), length.tolist(), strict=True))
     files: dict[int, Any] = {}
+
+    def sample(at: int) -> dict[str, Any] | None:
+        sid, start, size = locations[at]
+        f = files.get(sid)
+        if f is None:
+            f = files[sid] = open(paths[sid], "rb")  # noqa: SIM115 (closed below)
+        f.seek(start)
+        try:
+            record = json.loads(f.read(size))
+        except ValueError:  # (the reader indexed it, so it parsed then: a torn file)
+            return None
+        return record if isinstance(record, dict) else None
+
     try:
-        for sid, start, size in zip(stream.tolist(), offset.tolist(), length.tolist(),
-                                    strict=True):
-            f = files.get(sid)
-            if f is None:
-                f = files[sid] = open(paths[sid], "rb")  # noqa: SIM115 (closed below)
-            f.seek(start)
-            try:
-                record = json.loads(f.read(size))
-            except ValueError:  # (the reader indexed it, so it parsed then: a torn file)
-                continue
-            if isinstance(record, dict):
+        kept = neurontally.load(reader.dir)
+        first = 0
+        if kept is not None and 0 < kept.samples <= len(locations):
+            # The kept sums are of the first `samples` samples when the last of those is
+            # the one they say they took last (a supervisor that died after its last save
+            # left samples out: its successor's sums are then read afresh).
+            last = sample(kept.samples - 1)
+            if last is not None and kept.last_t is not None and \
+                    neurontally.finite(last.get("t")) == kept.last_t:
+                first = kept.samples
+        tally = RunTally(reader.meta, kept if first else None)
+        for at in range(first, len(locations)):
+            record = sample(at)
+            if record is not None:
                 tally.add(record)
     finally:
         for f in files.values():

@@ -14,6 +14,7 @@ from neurotui.collect.accelerators import (
     find_tool,
     neuron_ls_snapshot,
 )
+from neurotui.session import neurontally
 from neurotui.session.writer import EventWriter
 
 if TYPE_CHECKING:
@@ -40,6 +41,21 @@ def metrics_url(config: Mapping[str, Any],
     return secret if secret and redact(secret) == recorded else str(recorded)
 
 
+class _TallyingWriter:
+    """The collectors' writer: each `neuron` sample it writes is added to the run's tally."""
+
+    def __init__(self, writer: EventWriter, tally: neurontally.NeuronTally) -> None:
+        self._writer, self._tally = writer, tally
+
+    def write(self, kind: str, t: float | None = None, **fields: Any) -> None:
+        self._writer.write(kind, t=t, **fields)
+        if kind == "neuron":
+            self._tally.add({"t": t, **fields})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+
 class Telemetry:
     """Accelerator collectors for the supervisor; host telemetry is sampled beside them."""
 
@@ -48,6 +64,12 @@ class Telemetry:
                  metrics_url: str | None = None) -> None:
         """`metrics_url`: a Prometheus /metrics page of Neuron metrics (`run
         --neuron-metrics-url`), scraped where neuron-monitor is absent."""
+        self.session_dir = session_dir
+        # The neuron samples added up as they are written, for compare (neurontally.py); an
+        # adopting supervisor goes on from the last one's file.
+        self.neuron_tally = neurontally.load(session_dir) or neurontally.NeuronTally()
+        self._tally_saved: tuple[int, float] = (self.neuron_tally.samples, now)
+        writer = _TallyingWriter(writer, self.neuron_tally)  # type: ignore[assignment]
         self.writer = writer
         self.on_instance_type = on_instance_type
         self.instance_type: str | None = None
@@ -100,12 +122,23 @@ class Telemetry:
             # Which process owns which NeuronCores changes when ranks start or restart.
             self._rank_pids = rank_pids
             self._snapshot(now)
+        saved, at = self._tally_saved
+        if self.neuron_tally.samples != saved and now - at >= neurontally.TALLY_EVERY_S:
+            self._save_tally(now)
 
     def close(self) -> None:
         for collector in (self.monitor, self.observer, self.nvidia):
             if collector is not None:
                 with contextlib.suppress(Exception):
                     collector.close()
+        if self.neuron_tally.samples != self._tally_saved[0]:
+            self._save_tally(self._tally_saved[1])
+
+    def _save_tally(self, now: float) -> None:
+        # After the writer's flush: the file never counts a sample events.jsonl lacks.
+        self.writer.flush()
+        neurontally.save(self.session_dir, self.neuron_tally)
+        self._tally_saved = (self.neuron_tally.samples, now)
 
     def _snapshot(self, now: float) -> None:
         assert self._neuron_ls is not None

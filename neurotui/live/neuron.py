@@ -24,12 +24,16 @@ from typing import Any
 
 from neurotui.metrics import finite_or_none as _num
 from neurotui.pricing.peaks import PeakFlops, flops_utilization, normalize_dtype, peak_flops
+from neurotui.session.neurontally import NeuronTally, core_flops
 
 DEFAULT_PEAK_DTYPE = "bf16"
 """The data type whose peak FLOPs utilisation is measured against when the run does not say:
 BF16, the training default on Neuron (its auto-cast target)."""
 MISSING_MARK = "—"
 NO_SAMPLES = "no neuron-monitor sample recorded"
+NO_FLOPS = "neuron-monitor reported no FLOPs"
+EFFECTIVE_ONLY = ("neuron-monitor reported effective_flops only (not defined in the Neuron "
+                  "docs: not used)")
 
 # Short names for the device memory kinds neuron-monitor reports, in the order shown.
 MEMORY_KIND_NAMES = {"tensors": "tensors", "constants": "constants", "model_code": "code",
@@ -171,22 +175,14 @@ def latest_with(series: Sequence[Mapping[str, Any]], key: str) -> Any:
     return None
 
 
-def core_flops(core: Mapping[str, Any]) -> float | None:
-    """The core's FLOP rate (operations per second, as neuron-monitor's `flops` is defined),
-    or None when not reported."""
-    value = _num(core.get("flops"))
-    return value if value is not None and value >= 0 else None
-
-
 def flops_reason(cores: Sequence[Mapping[str, Any]], peak: Peak) -> str | None:
     """Why a sample gives no FLOPs utilisation, or None when it gives one."""
     if not cores:
         return "no core in use in the last sample"
     if all(core_flops(c) is None for c in cores):
         if any(_num(c.get("effective_flops")) is not None for c in cores):
-            return ("neuron-monitor reported effective_flops only (not defined in the "
-                    "Neuron docs: not used)")
-        return "neuron-monitor reported no FLOPs"
+            return EFFECTIVE_ONLY
+        return NO_FLOPS
     return peak.reason
 
 
@@ -325,58 +321,57 @@ class RunNeuron:
 
 class RunTally:
     """A run's `neuron` samples taken in one at a time, in time order (compare reads them
-    off disk without keeping them)."""
+    off disk without keeping them), or the sums the supervisor kept of them
+    (session/neurontally.py) and the samples after; the peaks are applied at the end."""
 
-    def __init__(self, meta: Mapping[str, Any]) -> None:
+    def __init__(self, meta: Mapping[str, Any], kept: NeuronTally | None = None) -> None:
         self.dtype, self.dtype_from = peak_dtype(meta)
-        self._peaks: dict[tuple[str | None, int | None], Peak] = {}
-        self._version: str | None = None
-        self._lnc: int | None = None
-        self._util_sum = 0.0
-        self._util_n = 0
-        self._errors: int | None = None
-        self._by_type: dict[str, int] = {}
-        self._peak: Peak | None = None
-        self._reasons: list[str] = []
-        self.samples = 0
+        self.raw = kept if kept is not None else NeuronTally()
+
+    @property
+    def samples(self) -> int:
+        return self.raw.samples
 
     def add(self, event: Mapping[str, Any]) -> None:
-        self.samples += 1
-        if event.get("neuroncore_version") is not None:
-            self._version = str(event["neuroncore_version"])
-        if _int(event.get("logical_neuroncore_config")) is not None:
-            self._lnc = _int(event.get("logical_neuroncore_config"))
-        key = (self._version, self._lnc)
-        peak = self._peaks.get(key)
-        if peak is None:
-            peak = self._peaks[key] = core_peak(*key, self.dtype, self.dtype_from)
-        cores = [c for c in event.get("cores") or () if isinstance(c, Mapping)]
-        util = sample_flops_util(event, peak)
-        if util is not None:
-            self._util_sum += util
-            self._util_n += 1
-            self._peak = peak
-        elif cores:
-            reason = flops_reason(cores, peak)
-            if reason and reason not in self._reasons:
-                self._reasons.append(reason)
-        errors = _num(event.get("exec_errors"))
-        if errors is not None and not isinstance(event.get("exec_errors"), bool):
-            self._errors = (self._errors or 0) + int(errors)
-            for kind, n in _map(event.get("exec_errors_by_type")).items():
-                if isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n):
-                    self._by_type[str(kind)] = self._by_type.get(str(kind), 0) + int(n)
+        self.raw.add(event)
 
     def result(self) -> RunNeuron:
-        util = self._util_sum / self._util_n if self._util_n else None
+        raw = self.raw
+        peaks = {key: core_peak(*key, self.dtype, self.dtype_from) for key in raw.flops}
+        util_sum, util_n, peak, latest = 0.0, 0, None, -1
+        for key, (total, n, last) in raw.flops.items():
+            found = peaks[key]
+            if found.flops is None:
+                continue
+            # Each sample's utilisation is its cores' mean rate over the peak: summed, the
+            # rates' sum over the same peak.
+            util_sum += total / found.flops.flops_per_s
+            util_n += int(n)
+            if last > latest:
+                peak, latest = found, int(last)
+        util = util_sum / util_n if util_n else None
         if util is not None:
             note = None
-        elif not self.samples:
+        elif not raw.samples:
             note = NO_SAMPLES
         else:
-            note = "; ".join(self._reasons) or "no core in use in any sample"
-        return RunNeuron(util, self._util_n, self._peak, note, self._errors,
-                         tuple(sorted(self._by_type.items())))
+            reasons = [_tally_reason(r, peaks) for r in raw.reasons]
+            note = "; ".join(dict.fromkeys(r for r in reasons if r)) or \
+                "no core in use in any sample"
+        return RunNeuron(util, util_n, peak, note, raw.errors, tuple(sorted(raw.by_type.items())))
+
+
+def _tally_reason(reason: Sequence[Any], peaks: Mapping[tuple[str | None, int | None], Peak]
+                  ) -> str | None:
+    """A kept reason as flops_reason words it (None: the peak is known after all)."""
+    if reason[0] == "effective only":
+        return EFFECTIVE_ONLY
+    if reason[0] == "no flops":
+        return NO_FLOPS
+    if reason[0] == "peak":
+        found = peaks.get((reason[1], reason[2]))
+        return found.reason if found is not None and found.flops is None else None
+    return None
 
 
 def run_neuron(events: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) -> RunNeuron:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 META = "meta.json"
 EVENTS = "events.jsonl"
+NEURON_TALLY = "neuron_tally.json"
+"""The run's neuron samples added up as recorded (neurontally.py): what compare needs."""
 PROBE_DIR = "probe"
 LOGS_DIR = "logs"
 LAUNCHER_LOG_NAME = "launcher.log"

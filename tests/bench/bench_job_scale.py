@@ -217,6 +217,20 @@ def keep_and_summarize(part: Path) -> None:
         Columns.of_records(reader.events.get("compile", ()), ("t", "rank")),
         phases=reader.phase_columns(), probe_info=list(reader.events.get("probe_info", ())),
         samples_from=reader.samples_from))
+    keep_neuron_tally(part)
+
+
+def keep_neuron_tally(part: Path) -> None:
+    """The sums of the part's neuron samples, as its supervisor keeps them while recording
+    (session/neurontally.py, the same code)."""
+    from neurotui.session import neurontally
+
+    tally = neurontally.NeuronTally()
+    with open(part / "events.jsonl") as f:
+        for line in f:
+            if '"kind": "neuron"' in line:
+                tally.add(json.loads(line))
+    neurontally.save(part, tally)
 
 
 def prepared(root: Path, shape: Shape, workers: int) -> Totals:
@@ -226,6 +240,12 @@ def prepared(root: Path, shape: Shape, workers: int) -> Totals:
         saved = json.loads(marker.read_text())
         if saved.get("shape") == asdict(shape):
             print(f"reusing the job generated under {root}")
+            # A job generated before the supervisor kept its neuron sums: kept now.
+            from neurotui.session import layout
+            for part in sorted(root.glob("*/")):
+                if (part / "events.jsonl").exists() and \
+                        not (part / layout.NEURON_TALLY).exists():
+                    keep_neuron_tally(part)
             return Totals(**saved["totals"])
         raise SystemExit(f"{root} holds a job of another shape ({saved.get('shape')}): "
                          "name another --dir")

@@ -5,19 +5,25 @@ the AWS docs' per-chip peaks, not read back from the code under test."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from neurotui import compare
 from neurotui.cli import PEAK_DTYPES
+from neurotui.collect.telemetry import Telemetry
 from neurotui.headless import progress_line
 from neurotui.live.clock import FixedClock
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.live.neuron import neuron_state, run_neuron
 from neurotui.pricing import peaks
+from neurotui.session import layout, neurontally
 from neurotui.session.reader import SessionReader
 from neurotui.session.timeline import Timeline
+from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from tests.standins import tool_captures as replay
 from tests.ui.neuron_sessions import neuron_session
 from tests.ui.sessions import T0
@@ -203,3 +209,88 @@ def test_damaged_samples_show_as_missing_not_crash(damaged: dict[str, object]) -
     assert n.errors is None or n.errors.total == 0
     assert all(c.flops_util is None for c in n.cores)
     assert run_neuron([{"t": T0, **damaged}], {}).exec_errors is None
+
+
+# --------------------------------------------------------------------------- the kept tally
+# The supervisor adds each neuron sample up as it writes it (session/neurontally.py), so that
+# compare of a day-long run need not parse every sample again.
+
+
+def _neuron_events(session: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (session / layout.EVENTS).read_text().splitlines()
+            if '"kind": "neuron"' in line]
+
+
+def _keep_tally(session: Path, samples: int) -> neurontally.NeuronTally:
+    """The sums of the session's first `samples` neuron samples, saved as the supervisor
+    saves them."""
+    tally = neurontally.NeuronTally()
+    for event in _neuron_events(session)[:samples]:
+        tally.add(event)
+    neurontally.save(session, tally)
+    return tally
+
+
+def test_compare_starts_from_the_kept_tally_and_reads_only_what_came_after(
+        tmp_path: Path) -> None:
+    trn2, trn1 = neuron_session(tmp_path, "trn2"), neuron_session(tmp_path / "b", "trn1")
+    read_all = compare.compare_rows([trn2, trn1])
+    keys = ("flops_util", "flops_note", "flops_peak", "exec_errors", "exec_errors_by_type")
+    _keep_tally(trn2, 40)
+    kept = _keep_tally(trn1, 40)
+    from_tally = compare.compare_rows([trn2, trn1])
+    for row, expected in zip(from_tally, read_all, strict=True):
+        for key in keys:
+            assert row[key] == pytest.approx(expected[key]) if key == "flops_util" \
+                else row[key] == expected[key], key
+    # The sums are taken as they are (a changed one shows), the 20 samples after them read.
+    kept.errors = (kept.errors or 0) + 1000
+    neurontally.save(trn1, kept)
+    assert compare.compare_rows([trn1])[0]["exec_errors"] == read_all[1]["exec_errors"] + 1000
+    # Sums whose last sample is not the session's (a supervisor that died between saves
+    # left samples out): every sample is read instead.
+    kept.last_t = (kept.last_t or 0.0) + 0.5
+    neurontally.save(trn1, kept)
+    assert compare.compare_rows([trn1])[0]["exec_errors"] == read_all[1]["exec_errors"]
+    (trn1 / layout.NEURON_TALLY).write_text("{not json")
+    assert compare.compare_rows([trn1])[0]["exec_errors"] == read_all[1]["exec_errors"]
+
+
+def test_the_supervisors_telemetry_keeps_the_tally_of_what_it_wrote(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Telemetry through the real collectors and the trn2 stand-in: the kept sums are the
+    sums of the neuron samples in events.jsonl, and compare's figures are the same from
+    them as from every sample."""
+    bin_dir = replay.install(tmp_path / "bin")
+    (bin_dir / "nvidia-smi").unlink()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("STANDIN_CAPTURE", "trn2")
+    session = tmp_path / "s"
+    (session / "logs").mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None,
+                                              "name": "s"})
+    writer = EventWriter(session / layout.EVENTS)
+    telemetry = Telemetry(session, writer, time.time())
+    deadline = time.time() + 1.5
+    while time.time() < deadline:
+        telemetry.poll(time.time(), frozenset({123}))
+        time.sleep(0.05)
+    telemetry.close()
+    writer.close()
+    events = _neuron_events(session)
+    kept = neurontally.load(session)
+    assert events and kept is not None and kept.samples == len(events)
+    expected = neurontally.NeuronTally()
+    for event in events:
+        expected.add(event)
+    assert kept == expected and kept.last_t == events[-1]["t"]
+    meta = json.loads((session / layout.META).read_text())
+    from_kept = run_neuron_of(session)
+    (session / layout.NEURON_TALLY).unlink()
+    assert from_kept == run_neuron_of(session) == run_neuron(events, meta)
+    assert from_kept.flops_util is not None and from_kept.flops_util > 0
+
+
+def run_neuron_of(session: Path) -> object:
+    reader = SessionReader(session, use_cache=True, telemetry_history=TELEMETRY_HISTORY)
+    return compare.run_neuron_of(reader.load())
