@@ -6,15 +6,12 @@ the AWS docs' per-chip peaks, not read back from the code under test."""
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
 import pytest
 
 from neurotui import compare
 from neurotui.cli import PEAK_DTYPES
-from neurotui.collect.telemetry import Telemetry
 from neurotui.headless import progress_line
 from neurotui.live.clock import FixedClock
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
@@ -23,9 +20,8 @@ from neurotui.pricing import peaks
 from neurotui.session import layout, neurontally
 from neurotui.session.reader import SessionReader
 from neurotui.session.timeline import Timeline
-from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from tests.standins import tool_captures as replay
-from tests.ui.neuron_sessions import neuron_session
+from tests.ui.neuron_sessions import neuron_session, record_through_collectors
 from tests.ui.sessions import T0
 
 # The 2.30 guide's neuroncore_counters fragment: cores 0 and 1, their flops (per second, as
@@ -256,27 +252,11 @@ def test_compare_starts_from_the_kept_tally_and_reads_only_what_came_after(
     assert compare.compare_rows([trn1])[0]["exec_errors"] == read_all[1]["exec_errors"]
 
 
-def test_the_supervisors_telemetry_keeps_the_tally_of_what_it_wrote(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_supervisors_telemetry_keeps_the_tally_of_what_it_wrote(tmp_path: Path) -> None:
     """Telemetry through the real collectors and the trn2 stand-in: the kept sums are the
     sums of the neuron samples in events.jsonl, and compare's figures are the same from
     them as from every sample."""
-    bin_dir = replay.install(tmp_path / "bin")
-    (bin_dir / "nvidia-smi").unlink()
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    monkeypatch.setenv("STANDIN_CAPTURE", "trn2")
-    session = tmp_path / "s"
-    (session / "logs").mkdir(parents=True)
-    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None,
-                                              "name": "s"})
-    writer = EventWriter(session / layout.EVENTS)
-    telemetry = Telemetry(session, writer, time.time())
-    deadline = time.time() + 1.5
-    while time.time() < deadline:
-        telemetry.poll(time.time(), frozenset({123}))
-        time.sleep(0.05)
-    telemetry.close()
-    writer.close()
+    session = record_through_collectors("trn2", tmp_path)
     events = _neuron_events(session)
     kept = neurontally.load(session)
     assert events and kept is not None and kept.samples == len(events)

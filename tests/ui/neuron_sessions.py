@@ -31,26 +31,33 @@ def recorded_events(capture: str, tmp_path: Path) -> dict[str, list[dict[str, An
     """The `neuron` and `neuron_devices` events the collectors recorded from the stand-ins
     (STANDIN_CAPTURE=`capture`); recorded once per test process."""
     if capture not in _CAPTURED:
-        with pytest.MonkeyPatch.context() as mp:
-            bin_dir = replay.install(tmp_path / f"bin-{capture}")
-            (bin_dir / "nvidia-smi").unlink()
-            mp.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
-            mp.setenv("STANDIN_CAPTURE", capture)
-            session = tmp_path / f"standin-{capture}"
-            (session / "logs").mkdir(parents=True)
-            write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
-            writer = EventWriter(session / layout.EVENTS)
-            telemetry = Telemetry(session, writer, time.time())
-            deadline = time.time() + 1.5
-            while time.time() < deadline:
-                telemetry.poll(time.time(), frozenset({123}))
-                time.sleep(0.05)
-            telemetry.close()
-            writer.close()
+        session = record_through_collectors(capture, tmp_path)
         events = SessionReader(session, telemetry_history=None).load().events
         _CAPTURED[capture] = {kind: [dict(e) for e in events.get(kind, ())]
                               for kind in ("neuron", "neuron_devices")}
     return _CAPTURED[capture]
+
+
+def record_through_collectors(capture: str, root: Path) -> Path:
+    """A session (`root`/standin-`capture`) whose telemetry the supervisor's Telemetry
+    recorded for a second and a half from the stand-in tools (STANDIN_CAPTURE=`capture`)."""
+    with pytest.MonkeyPatch.context() as mp:
+        bin_dir = replay.install(root / f"bin-{capture}")
+        (bin_dir / "nvidia-smi").unlink()
+        mp.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+        mp.setenv("STANDIN_CAPTURE", capture)
+        session = root / f"standin-{capture}"
+        (session / "logs").mkdir(parents=True)
+        write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+        writer = EventWriter(session / layout.EVENTS)
+        telemetry = Telemetry(session, writer, time.time())
+        deadline = time.time() + 1.5
+        while time.time() < deadline:
+            telemetry.poll(time.time(), frozenset({123}))
+            time.sleep(0.05)
+        telemetry.close()
+        writer.close()
+    return session
 
 
 def neuron_session(root: Path, capture: str, *, seconds: int = 60,
