@@ -8,10 +8,8 @@ as printed; the ratio families are neuron-monitor's percentages / 100, hence the
 
 from __future__ import annotations
 
-import http.server
 import json
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +32,7 @@ from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atom
 from neurotui.sources import neuron_monitor
 from neurotui.sources.neuron_observer import observer_summary, parse_metrics
 from neurotui.sources.parse_errors import TelemetryParseError
+from tests.standins.metrics_page import MetricsPage
 
 CAPTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
            / "neuron-monitor-prometheus_inf1.xlarge_real-capture_datadog-fixture.txt")
@@ -236,31 +235,15 @@ def test_cut_or_spliced_capture_never_crashes(cut: int, junk: str) -> None:
 @pytest.fixture
 def serve() -> Iterator[Callable[..., str]]:
     """Start a loopback HTTP server answering GET with the given status and body."""
-    servers: list[http.server.ThreadingHTTPServer] = []
+    pages: list[MetricsPage] = []
 
     def start(body: bytes, status: int = 200, delay_s: float = 0.0) -> str:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                time.sleep(delay_s)
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        pages.append(MetricsPage(body, status, delay_s))
+        return pages[-1].url
 
     yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    for page in pages:
+        page.close()
 
 
 @pytest.fixture
@@ -343,27 +326,13 @@ def test_oversized_page_is_refused(serve) -> None:
 
 
 def test_credentials_in_url_are_sent_as_basic_auth_and_never_recorded(session) -> None:
-    seen: list[str | None] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.headers.get("Authorization"))
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(CAPTURE.read_bytes())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    page = MetricsPage(CAPTURE.read_bytes())
     try:
-        port = server.server_address[1]
-        events, _ = collect(session, f"http://scraper:s3cret@127.0.0.1:{port}/metrics", 0.4,
-                            period_s=0.2)
+        events, _ = collect(session, f"http://scraper:s3cret@127.0.0.1:{page.port}/metrics",
+                            0.4, period_s=0.2)
     finally:
-        server.shutdown()
-        server.server_close()
+        page.close()
+    seen = page.auth
     assert seen and seen[0] == "Basic c2NyYXBlcjpzM2NyZXQ="  # base64 of scraper:s3cret
     assert events["neuron"]
     assert "s3cret" not in (session / layout.EVENTS).read_text()

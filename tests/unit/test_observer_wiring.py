@@ -8,11 +8,9 @@ nowhere else (meta.json, events, the supervisor's argv and log, the job's enviro
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from tests.e2e.conftest import meta, only_session, run_cli
 from tests.standins import tool_captures as replay
+from tests.standins.metrics_page import MetricsPage
 
 CAPTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
            / "neuron-monitor-prometheus_inf1.xlarge_real-capture_datadog-fixture.txt")
@@ -34,41 +33,12 @@ JOB_S = 6.5
 """The job runs past one scrape period (5 s), so that counts per scrape are recorded too."""
 
 
-class Served:
-    """A loopback /metrics server answering with the capture; keeps each request's auth."""
-
-    def __init__(self) -> None:
-        self.auth: list[str | None] = []
-        body = CAPTURE.read_bytes()
-        seen = self.auth
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                seen.append(self.headers.get("Authorization"))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def served() -> Iterator[Served]:
-    server = Served()
-    yield server
-    server.close()
+def served() -> Iterator[MetricsPage]:
+    """A loopback /metrics server answering with the capture; keeps each request's auth."""
+    page = MetricsPage(CAPTURE.read_bytes())
+    yield page
+    page.close()
 
 
 def no_neuron_monitor_env() -> dict[str, str]:
@@ -85,8 +55,9 @@ def job_argv(env_file: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def test_run_records_neuron_events_scraped_from_the_url(tmp_path: Path, served: Served) -> None:
-    url = f"http://127.0.0.1:{served.port}/metrics"
+def test_run_records_neuron_events_scraped_from_the_url(tmp_path: Path,
+                                                        served: MetricsPage) -> None:
+    url = served.url
     result = run_cli(tmp_path / "sessions", "run", "--headless", "--neuron-metrics-url", url,
                      "--", *job_argv(tmp_path / "env.json"), env=no_neuron_monitor_env())
     assert result.returncode == 0, result.stderr + result.stdout
@@ -112,7 +83,7 @@ def test_run_records_neuron_events_scraped_from_the_url(tmp_path: Path, served: 
         assert events["instance"][0]["source"] == "neuron /metrics"
 
 
-def test_credentials_travel_by_environment_only(tmp_path: Path, served: Served) -> None:
+def test_credentials_travel_by_environment_only(tmp_path: Path, served: MetricsPage) -> None:
     url = f"http://scraper:s3cret@127.0.0.1:{served.port}/metrics"
     env_file = tmp_path / "env.json"
     sessions = tmp_path / "sessions"
@@ -164,7 +135,7 @@ def session(tmp_path: Path) -> Path:
 
 def test_neuron_monitor_wins_over_the_url(tmp_path: Path, session: Path,
                                           monkeypatch: pytest.MonkeyPatch,
-                                          served: Served) -> None:
+                                          served: MetricsPage) -> None:
     bin_dir = replay.install(tmp_path / "bin")
     for tool in replay.TOOLS:
         if tool != "neuron-monitor":
