@@ -442,6 +442,7 @@ class Supervisor:
         if self._signal_wake is not None:
             self._signal_wake.close()
         self.follower.close()
+        self.process_rows.close()
         if self.exporter is not None:
             self.exporter.close()
         if self.telemetry is not None:

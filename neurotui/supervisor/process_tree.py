@@ -14,6 +14,8 @@ import time
 
 import psutil
 
+from neurotui.collect.host import read_proc_stat
+
 ProcKey = tuple[int, float]
 RESCAN_S = 1.0
 SETTLED_RESCAN_S = 5.0
@@ -152,16 +154,6 @@ class ProcScan:
 
 
 def _read_stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, start time in clock ticks) of a process, from one read of its stat."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-        try:
-            stat = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        # After the command's closing parenthesis (a name may hold any character):
-        # state, ppid, ... and the start time, the 20th field after it.
-        fields = stat[stat.rindex(b")") + 2:].split(None, 20)
-        return int(fields[1]), int(fields[19])
-    except (OSError, ValueError, IndexError):
-        return None
+    """(parent pid, start time in clock ticks) of a process (collect/host's stat reader)."""
+    stat = read_proc_stat(pid)
+    return None if stat is None else (stat.ppid, stat.started)
