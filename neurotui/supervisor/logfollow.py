@@ -454,32 +454,23 @@ class LogFollower:
         pieces in one go, each with the stamp of the look that first saw it (take_read). The
         supervisor then wakes for one system call per log, not for a read and Python's whole
         handling of each line."""
-        fstat, deferred = os.fstat, self._deferred  # this runs for ~30 logs, ~11 times a second
         for target in changed:
             if not isinstance(target, _Followed):
                 self._discover_due = True  # a new log, or a folder one will be in
                 continue
             target.changes += 1
+            seen_before = target.seen
             try:
-                # The log is open: it was read when it was found (look() opens it otherwise).
-                status = fstat(target.fd) if target.fd is not None else None
+                size, written_at = target.look()
             except OSError:
                 continue
-            if status is None:
-                try:
-                    size, written_at = target.look()
-                except OSError:
-                    continue
-            else:
-                size, written_at = status.st_size, status.st_mtime_ns / 1e9
-            if size > target.seen:
-                target.seen = size
+            if size > seen_before:
                 # A line seen now may have been written a batch ago, and stamping it now
                 # would round every step time to whole batch periods (100 ms steps read
                 # every 26 ms come out 104). The kernel's modification time of the log is
                 # when its last write happened (no later write: the size is from the same
                 # fstat).
-                deferred.append((target, size, min(now, written_at)))
+                self._deferred.append((target, size, min(now, written_at)))
 
     def close(self) -> None:
         if self._changes is not None:
