@@ -816,10 +816,7 @@ class LogFollower:
         tail = self.tails.get(rank)
         if tail is None:
             tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
-        if max(map(len, lines[-_TAIL_LINES:])) > TAIL_LINE_CHARS:
-            tail.extend(map(_capped, lines[-_TAIL_LINES:]))
-        else:
-            tail.extend(lines[-_TAIL_LINES:])  # only the last lines stay in any case
+        tail.extend(map(_capped, lines[-_TAIL_LINES:]))  # only the last lines stay anyway
         self._lines += len(lines)
         if self._first_line_at is None:
             self._first_line_at = stamps[0]
