@@ -24,7 +24,7 @@ from typing import Any
 
 from neurotui.metrics import finite_or_none as _num
 from neurotui.pricing.peaks import PeakFlops, flops_utilization, normalize_dtype, peak_flops
-from neurotui.session.neurontally import NeuronTally, core_flops
+from neurotui.session.neurontally import NeuronTally, core_flops, without_rates
 
 DEFAULT_PEAK_DTYPE = "bf16"
 """The data type whose peak FLOPs utilisation is measured against when the run does not say:
@@ -34,6 +34,8 @@ NO_SAMPLES = "no neuron-monitor sample recorded"
 NO_FLOPS = "neuron-monitor reported no FLOPs"
 EFFECTIVE_ONLY = ("neuron-monitor reported effective_flops only (not defined in the Neuron "
                   "docs: not used)")
+_NO_RATE = {"no flops": NO_FLOPS, "effective only": EFFECTIVE_ONLY}
+"""neurontally.without_rates's answers, in words."""
 
 # Short names for the device memory kinds neuron-monitor reports, in the order shown.
 MEMORY_KIND_NAMES = {"tensors": "tensors", "constants": "constants", "model_code": "code",
@@ -180,9 +182,7 @@ def flops_reason(cores: Sequence[Mapping[str, Any]], peak: Peak) -> str | None:
     if not cores:
         return "no core in use in the last sample"
     if all(core_flops(c) is None for c in cores):
-        if any(_num(c.get("effective_flops")) is not None for c in cores):
-            return EFFECTIVE_ONLY
-        return NO_FLOPS
+        return _NO_RATE[without_rates(list(cores))]
     return peak.reason
 
 
@@ -364,10 +364,8 @@ class RunTally:
 def _tally_reason(reason: Sequence[Any], peaks: Mapping[tuple[str | None, int | None], Peak]
                   ) -> str | None:
     """A kept reason as flops_reason words it (None: the peak is known after all)."""
-    if reason[0] == "effective only":
-        return EFFECTIVE_ONLY
-    if reason[0] == "no flops":
-        return NO_FLOPS
+    if reason[0] in _NO_RATE:
+        return _NO_RATE[reason[0]]
     if reason[0] == "peak":
         found = peaks.get((reason[1], reason[2]))
         return found.reason if found is not None and found.flops is None else None

@@ -50,6 +50,13 @@ def core_flops(core: Mapping[str, Any]) -> float | None:
     return value if value is not None and value >= 0 else None
 
 
+def without_rates(cores: list[Mapping[str, Any]]) -> str:
+    """Why cores that report no FLOP rate have none: "effective only" (they print
+    `effective_flops`, which the Neuron docs do not define) or "no flops"."""
+    effective = any(finite(c.get("effective_flops")) is not None for c in cores)
+    return "effective only" if effective else "no flops"
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -92,8 +99,7 @@ class NeuronTally:
             slot[2] = self.samples
             self._reason(["peak", self.version, self.lnc])
         elif cores:
-            effective = any(finite(c.get("effective_flops")) is not None for c in cores)
-            self._reason(["effective only"] if effective else ["no flops"])
+            self._reason([without_rates(cores)])
         errors = finite(event.get("exec_errors"))
         if errors is not None:
             self.errors = (self.errors or 0) + int(errors)
