@@ -1440,11 +1440,9 @@ class StepLineParser:
             try:
                 if len(line) > MAX_LINE_CHARS:
                     records.append(None)
-                elif line.startswith("["):
+                else:
                     rank, text = strip_rank_prefix(line)
                     records.append(step_of(text, rank, True))  # type: ignore[arg-type]
-                else:
-                    records.append(step_of(line, None, True))  # type: ignore[arg-type]
             except Exception:  # text is untrusted; one odd line must not stop supervision
                 records.append(None)
         return records
