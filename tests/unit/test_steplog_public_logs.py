@@ -31,7 +31,16 @@ from pathlib import Path
 
 import pytest
 
-from neurotui.sources.steplog import LogReport, StepLine, StepLineParser, _may_compile, explain
+from neurotui.sources.steplog import (
+    _DEFAULT_RULES,
+    _RULE_WORDS,
+    LogReport,
+    StepLine,
+    StepLineParser,
+    _may_compile,
+    explain,
+    strip_rank_prefix,
+)
 
 _REPO = Path(__file__).resolve().parents[2]
 CAPTURES = _REPO / "tests" / "fixtures" / "steplogs"
@@ -511,6 +520,25 @@ def test_batches_parse_as_lines_do(batch: int) -> None:
             parsed += len(chunk)
             steps += sum(record is not None for record in many)
     assert steps > 400 and parsed > steps
+
+
+def test_every_rule_match_holds_one_of_its_words() -> None:
+    """parse_values_many shows a batch only to the rules one of whose words it holds
+    (_RULE_WORDS): every line of every capture that a rule matches must hold one."""
+    assert set(_RULE_WORDS) == {rule for _, rule in _DEFAULT_RULES}
+    matched = 0
+    for name, lines in _capture_lines():
+        for line in lines:
+            text = strip_rank_prefix(line.rsplit("\r", 1)[-1])[1]
+            for rule_name, rule in _DEFAULT_RULES:
+                try:
+                    fields = rule(text)
+                except Exception:  # the parser's own guard catches these; not a match
+                    continue
+                if fields is not None:
+                    matched += 1
+                    assert any(word in text for word in _RULE_WORDS[rule]), (name, rule_name)
+    assert matched > 400
 
 
 def test_every_compile_line_holds_a_screened_word() -> None:
