@@ -1,12 +1,18 @@
 """Text charts: sparklines, bars and one-character heat cells. Block elements by default,
-plain ASCII on request: no braille anywhere (it breaks in many SSH/tmux font setups)."""
+plain ASCII on request: no braille anywhere (it breaks in many SSH/tmux font setups).
+
+numpy is imported by the functions that compute with it: the dashboard's panels import this
+module, and their first frame (no data yet) is drawn before numpy loads.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 ASCII_LEVELS = " .:-=+*#%@"
@@ -22,6 +28,8 @@ def _levels(ascii_mode: bool) -> str:
 
 def resample(values: Sequence[float], width: int) -> list[float]:
     """At most `width` points: consecutive values averaged (NaN-aware) when there are more."""
+    import numpy as np
+
     if width <= 0 or not len(values):
         return []
     arr = np.asarray(values, dtype=float)
@@ -37,6 +45,8 @@ def resample(values: Sequence[float], width: int) -> list[float]:
 
 def resample_any(flags: Sequence[bool], width: int) -> list[bool]:
     """`flags` grouped as resample() groups values: a slot is true when any of its is."""
+    import numpy as np
+
     if width <= 0 or not len(flags):
         return []
     arr = np.asarray(flags, dtype=bool)
@@ -48,6 +58,8 @@ def resample_any(flags: Sequence[bool], width: int) -> list[bool]:
 def _starts(n: int, width: int) -> np.ndarray:
     """Where each of np.array_split(range(n), width)'s parts starts, worked out at once (a
     chart redrawn every refresh would otherwise take a numpy call per cell)."""
+    import numpy as np
+
     sizes = np.full(width, n // width)
     sizes[:n % width] += 1
     return np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -144,6 +156,8 @@ def overlay(curves: Sequence[tuple[Sequence[float], Sequence[float]]], width: in
     mark per curve: each cell holds the index of the curve passing there, OVERLAP where
     several do, None where none does. Each column shows a curve's mean over the x range it
     covers (NaN-aware); the axes run 0..x_max and 0..top (default: the data's maxima)."""
+    import numpy as np
+
     grid: list[list[int | None]] = [[None] * max(0, width) for _ in range(max(0, height))]
     if width <= 0 or height <= 0:
         return grid

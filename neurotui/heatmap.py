@@ -4,6 +4,9 @@ Rows are CPUs (grouped when there are more CPUs than rows: a row then shows the 
 its group, and says so), columns are time (newest at the right; several samples averaged per
 column when the history is longer than the width), a cell's shade is the load. The widgets
 (cells.heat_map_lines, the host panel and the full-screen view) only style what this gives.
+
+numpy is imported by the functions that compute with it, as in charts.py: the host panel's
+first frame (no data yet) is drawn before numpy loads.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ import math
 import warnings
 from collections.abc import Collection
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from neurotui import fmt
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SHADES = " ░▒▓█"
 ASCII_SHADES = " .:-=+*#%@"
@@ -39,6 +44,8 @@ def shades(ascii_mode: bool) -> str:
 
 def levels(values: np.ndarray, ascii_mode: bool = False) -> np.ndarray:
     """Shade index of each load (0 blank .. len(shades)-1 darkest), MISSING for NaN."""
+    import numpy as np
+
     top = len(shades(ascii_mode)) - 1
     values = np.asarray(values, dtype=float)
     with np.errstate(invalid="ignore"):
@@ -163,6 +170,8 @@ def heat_grid(loads: np.ndarray, times: np.ndarray | None, per_row: int, columns
     """`loads`: samples x CPUs (percent, NaN not recorded), oldest first. Rows of `per_row`
     CPUs (a row's value: its busiest CPU's), `columns` columns of time ending at the newest
     sample (a column's value: the mean of the samples it covers)."""
+    import numpy as np
+
     loads = np.asarray(loads, dtype=float)
     samples, cpus = loads.shape if loads.ndim == 2 else (0, 0)
     columns = max(1, columns)
@@ -201,6 +210,8 @@ def heat_grid(loads: np.ndarray, times: np.ndarray | None, per_row: int, columns
 def _time_bins(series: np.ndarray, bins: int) -> np.ndarray:
     """`series` (samples x rows) squeezed into `bins` rows of means (NaN-aware). Where the
     sizes cannot be even the oldest bins take a sample more (np.array_split's sizes)."""
+    import numpy as np
+
     samples = len(series)
     if bins <= 0 or samples == 0:
         return np.zeros((0, series.shape[1] if series.ndim == 2 else 0))

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from neurotui.metrics import finite_or_none as _num
 from neurotui.pricing.peaks import PeakFlops, flops_utilization, normalize_dtype, peak_flops
 from neurotui.session.neurontally import NeuronTally, core_flops, without_rates
+from neurotui.session.neurontally import finite as _num
 
 DEFAULT_PEAK_DTYPE = "bf16"
 """The data type whose peak FLOPs utilisation is measured against when the run does not say:

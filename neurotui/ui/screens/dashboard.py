@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
-from neurotui.live.model import DashboardState
 from neurotui.ui.widgets.accelerator import AcceleratorPanel
 from neurotui.ui.widgets.alerts import AlertsPanel
 from neurotui.ui.widgets.header import SessionHeader
@@ -18,6 +19,9 @@ from neurotui.ui.widgets.nodes import NodesPanel
 from neurotui.ui.widgets.panel import Panel
 from neurotui.ui.widgets.processes import ProcessesPanel
 from neurotui.ui.widgets.throughput import ThroughputPanel
+
+if TYPE_CHECKING:
+    from neurotui.live.model import DashboardState
 
 
 class DashboardScreen(Screen[None]):

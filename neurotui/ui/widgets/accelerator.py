@@ -10,15 +10,14 @@ figure neuron-monitor did not report is shown as missing, with the reason.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 
 from neurotui import charts, fmt
-from neurotui.live.model import AcceleratorState, CoreRow
 from neurotui.live.neuron import (
     MEMORY_KIND_NAMES,
     MISSING_MARK,
-    NeuronState,
     errors_text,
     flops_percent,
 )
@@ -34,6 +33,10 @@ from neurotui.ui.widgets.panel import (
     usage_style,
 )
 from neurotui.ui.widgets.wrap import wrapped
+
+if TYPE_CHECKING:
+    from neurotui.live.model import AcceleratorState, CoreRow
+    from neurotui.live.neuron import NeuronState
 
 
 class AcceleratorPanel(Panel):

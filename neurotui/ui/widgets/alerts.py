@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.content import Content
 from textual.geometry import Size
 
-from neurotui.live.alerts import Alert
 from neurotui.textsafe import visible_text
 from neurotui.ui.widgets.panel import MUTED, SEVERITY_MARKS, SEVERITY_STYLES, Line, Panel
 from neurotui.ui.widgets.wrap import wrapped
+
+if TYPE_CHECKING:
+    from neurotui.live.alerts import Alert
 
 
 class AlertsPanel(Panel):

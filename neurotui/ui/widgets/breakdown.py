@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 
 from neurotui import charts, fmt
-from neurotui.live.model import BreakdownState
-from neurotui.metrics.breakdown import OTHER, Growth, PhaseSplit
+from neurotui.metrics.breakdown import OTHER
 from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE, WARN, Line, Panel
+
+if TYPE_CHECKING:
+    from neurotui.live.model import BreakdownState
+    from neurotui.metrics.breakdown import Growth, PhaseSplit
 
 _STYLES = {"data": "$text-warning", "forward": "$text-primary", "backward": "$text-accent",
            "optimizer": "$text-success", "step": "$text-primary", OTHER: MUTED}

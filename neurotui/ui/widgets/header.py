@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.content import Content
 from textual.widget import Widget
 
 from neurotui import fmt
-from neurotui.live.model import HeaderState
 from neurotui.ui.widgets.panel import ERROR, LABEL, MUTED, PHASE_STYLES, VALUE, WARN
+
+if TYPE_CHECKING:
+    from neurotui.live.model import HeaderState
 
 
 class SessionHeader(Widget):

@@ -4,14 +4,17 @@ input-bound signature; the ranks' and DataLoader workers' CPUs are marked), memo
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 
 from neurotui import charts, fmt, heatmap
-from neurotui.live.model import HostState
 from neurotui.ui.widgets.cells import heat_lines, heat_map_lines
 from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE, WARN, Line, Panel, usage_style
 from neurotui.ui.widgets.wrap import wrapped
+
+if TYPE_CHECKING:
+    from neurotui.live.model import HostState
 
 PINNED = 90.0
 KEY_HINT = "h: full screen"

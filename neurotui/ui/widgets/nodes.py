@@ -3,12 +3,16 @@ step time (the slowest node marked), accelerator and host load, when last heard 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.content import Content
 from textual.geometry import Size
 
 from neurotui import fmt
-from neurotui.live.nodes import NodeRow, NodesState
 from neurotui.ui.widgets.panel import ERROR, LABEL, MUTED, VALUE, WARN, Line, Panel, usage_style
+
+if TYPE_CHECKING:
+    from neurotui.live.nodes import NodeRow, NodesState
 
 STATE_STYLES = {"running": "", "lost": f"bold {ERROR}", "failed": ERROR, "stopped": WARN,
                 "unsupervised": WARN}

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.content import Content
 
 from neurotui import fmt
-from neurotui.live.model import ProcRow, ProcsState
 from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE, WARN, Line, Panel, usage_style
 from neurotui.ui.widgets.wrap import wrapped
+
+if TYPE_CHECKING:
+    from neurotui.live.model import ProcRow, ProcsState
 
 ROLE_STYLES = {"launcher": MUTED, "rank": "$text-accent", "worker": "", "compiler": WARN}
 

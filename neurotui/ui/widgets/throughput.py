@@ -6,14 +6,16 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 
 from neurotui import charts, fmt
-from neurotui.live.history import StepScale
-from neurotui.live.model import RankRow, ThroughputState
-from neurotui.ui.widgets.breakdown import breakdown_line
 from neurotui.ui.widgets.panel import ACCENT, ERROR, GOOD, LABEL, MUTED, VALUE, WARN, Line, Panel
+
+if TYPE_CHECKING:
+    from neurotui.live.history import StepScale
+    from neurotui.live.model import RankRow, ThroughputState
 
 HISTORY_ROOM = 5
 """Rows kept for the step-time history (a caption, four chart rows) before the reason beside
@@ -47,6 +49,10 @@ class ThroughputPanel(Panel):
             head.append((9, Content.assemble(("step time after warm-up", MUTED),
                                               ("  loss ", LABEL), (_loss(s.last_loss), ""))))
         if s.breakdown is not None and s.breakdown.job is not None:
+            # (Imported here: the step breakdown's module loads numpy, which the dashboard's
+            # first frame does without.)
+            from neurotui.ui.widgets.breakdown import breakdown_line
+
             # Where the step's time goes, in one line (the whole picture on `b`).
             head.append((8, breakdown_line(s.breakdown, width, self.ascii_mode)))
         epoch: list[Line] = [(5, self._epoch(s))] if s.dataset_size is not None else []
