@@ -18,6 +18,7 @@ import locale
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ from neurotui.live.budget import FramePacer
 from neurotui.live.clock import Clock, WallClock
 from neurotui.live.logtail import LAUNCHER, STREAMS, LogChoice, ShownLogFollower
 from neurotui.live.memory import Trimmer
-from neurotui.session.meta import SessionFormatError
+from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.terminal import control_allowed
 from neurotui.ui.driver import quiet
 from neurotui.ui.messages import JobActionAnswered, LogLines, StateUpdated
@@ -42,9 +43,10 @@ from neurotui.ui.screens.confirm_stop import ConfirmStop
 from neurotui.ui.screens.help import HelpScreen
 from neurotui.ui.themes import DARK, LIGHT, THEMES
 
-# The dashboard's own modules (the live model and numpy, its screens and widgets: most of the
-# app's start-up) load when a session is bound, not with the app: the home screen, which has
-# none yet, draws its first frame without them.
+# The dashboard's own modules load when a session is bound, not with the app: the home screen,
+# which has none yet, draws its first frame without them. Its screens and widgets need no
+# numpy; the live model and the reader (numpy among their modules: a quarter of a second) load
+# in the poll worker, which makes the model after the dashboard's first frame.
 if TYPE_CHECKING:
     from neurotui.live.joblogs import JobLogFollower
     from neurotui.live.model import DashboardModel, DashboardState
@@ -112,6 +114,8 @@ class DashboardApp(App[int]):
         self._first_read_timer: Timer | None = None
         self._poll_soon = False
         self._polling = False
+        self._unmade: Callable[[], DashboardModel] | None = None
+        """Makes the bound session's model, until its first poll did (`model` unset)."""
         self._dashboard: DashboardScreen | None = None
         self.following = False
         """Whether a session is bound: its attributes below are set only then."""
@@ -129,16 +133,20 @@ class DashboardApp(App[int]):
     def bind_session(self, session_dir: Path, *, clock: Clock | None = None,
                      model: DashboardModel | None = None,
                      status: Callable[[], SessionStatus] | None = None) -> None:
-        """The state of following one session: set anew for each session the app opens."""
-        from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel
-        from neurotui.session.reader import SessionReader
+        """The state of following one session: set anew for each session the app opens.
 
+        Without `model`, the session's live model is made by its first poll, in the worker
+        (`self.model` is unset until then); meta.json is read here all the same, so that a
+        session that cannot be read raises SessionFormatError before the app runs."""
         self.session_dir = Path(session_dir)
         self.job = None
         self.clock = clock or WallClock()
-        self.model = model or DashboardModel(
-            SessionReader(self.session_dir, telemetry_history=TELEMETRY_HISTORY), self.clock,
-            status=status)
+        self.forget_model()
+        if model is not None:
+            self.model = model
+        else:
+            load_meta(self.session_dir)
+            self._unmade = partial(live_model, self.session_dir, self.clock, status)
         self.follower: ShownLogFollower | JobLogFollower = ShownLogFollower(self.session_dir)
         self.log_choice: LogChoice | None = None  # None: let the follower pick
         self.last_state: DashboardState | None = None
@@ -178,8 +186,14 @@ class DashboardApp(App[int]):
         self._dashboard = None
         self.following = False
         # What it read goes with it (a replayed recording can hold hundreds of MB).
-        del self.model
+        self.forget_model()
         self.last_state = None
+
+    def forget_model(self) -> None:
+        """No model bound (none made yet, or the session left)."""
+        self._unmade = None
+        with contextlib.suppress(AttributeError):
+            del self.model
 
     # -- set-up --------------------------------------------------------------------------
     def get_driver_class(self) -> type[Driver]:
@@ -206,7 +220,13 @@ class DashboardApp(App[int]):
             self._start_following()
 
     def _start_following(self) -> None:
-        self._poll()
+        if self._unmade is not None:
+            # Its first poll makes the model (a quarter of a second of imports, which would
+            # share the CPU with drawing): once the first frame is drawn, footer included
+            # (Textual's footer draws its keys a refresh after the screen's first).
+            self.call_after_refresh(self.call_after_refresh, self._poll)
+        else:
+            self._poll()
         self._first_read_timer = self.set_interval(0.5, self._show_first_read)
 
     def _show_first_read(self) -> None:
@@ -219,7 +239,8 @@ class DashboardApp(App[int]):
             return
         from neurotui.ui.widgets.header import SessionHeader
 
-        progress = getattr(self.model.reader, "first_read", None)
+        model = getattr(self, "model", None)  # (none before the first poll made it)
+        progress = None if model is None else getattr(model.reader, "first_read", None)
         with contextlib.suppress(LookupError):
             self.dashboard.query_one(SessionHeader).show_first_read(progress)
 
@@ -277,7 +298,9 @@ class DashboardApp(App[int]):
         """One frame, in the poll worker's thread: the model's state and new log lines."""
         model = getattr(self, "model", None)  # gone once the session is left
         if model is None:
-            return
+            model = self._make_model()
+            if model is None:
+                return
         state = model.refresh()
         if not self.following or model is not getattr(self, "model", None):
             return  # the session was left (or another opened) while it was read
@@ -294,6 +317,18 @@ class DashboardApp(App[int]):
             if path is not None and not path.exists():
                 shown = None
             self.post_message(LogLines(choice, lines, reset, shown))
+
+    def _make_model(self) -> DashboardModel | None:
+        """In the worker: the bound session's model, made by its first poll; None when none
+        is to be made (the session was left)."""
+        make = self._unmade
+        if make is None:
+            return None
+        model = make()
+        if make is not self._unmade:
+            return None  # left (or another session bound) while it was made
+        self.model, self._unmade = model, None
+        return model
 
     def log_limits(self) -> Mapping[str, int] | None:
         """How far each log may be read (a replay's cursor); None: to the end."""
@@ -368,7 +403,11 @@ class DashboardApp(App[int]):
         """The training's exit code once it ended (as --headless returns), else 0."""
         if not self.following:
             return 0
-        meta = self.model.reader.meta
+        model = getattr(self, "model", None)
+        try:  # (no model yet: quit before the first poll made it)
+            meta = model.reader.meta if model is not None else load_meta(self.session_dir)
+        except SessionFormatError:
+            return 0
         ended = meta.get("exit")
         if not isinstance(ended, dict):
             return 0
@@ -539,6 +578,16 @@ class DashboardApp(App[int]):
         for choice in self.log_choices():
             yield SystemCommand(f"Log: {choice.label()}", "Show this log in the log panel",
                                 lambda c=choice: self.show_log(c))
+
+
+def live_model(session_dir: Path, clock: Clock,
+               status: Callable[[], SessionStatus] | None = None) -> DashboardModel:
+    """The live model of a session followed as it is recorded."""
+    from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel
+    from neurotui.session.reader import SessionReader
+
+    return DashboardModel(SessionReader(session_dir, telemetry_history=TELEMETRY_HISTORY),
+                          clock, status=status)
 
 
 def run_dashboard(session_dir: Path, *, interval_s: float | None = None,

@@ -78,6 +78,27 @@ def test_the_home_screen_starts_without_the_dashboards_modules() -> None:
                                               "neurotui.ui.screens.dashboard"}) == []
 
 
+def test_the_dashboards_first_frame_needs_no_numpy() -> None:
+    """`neurotui attach` draws the dashboard (its screen, panels and footer) before numpy, the
+    live model and the reader load (issue #12: the first frame within 0.5 s of the command):
+    the app checks meta.json only, and its poll worker makes the model after that frame."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from pathlib import Path
+from neurotui.ui.app import DashboardApp
+app = DashboardApp(Path("sessions") / "sample-cpu-gloo")
+app.make_dashboard()
+print(sorted({'numpy', 'pandas', 'neurotui.live.model', 'neurotui.session.reader'}
+             & set(sys.modules)))
+"""
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=PACKAGE.parent).stdout.strip()
+    assert loaded == "[]"
+
+
 def test_following_and_replaying_a_run_need_no_pandas() -> None:
     """The dashboard (run, attach) and replay work on numpy columns: pandas (a third of a
     second and 70 MB) is imported only by compare and export."""
