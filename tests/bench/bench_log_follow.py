@@ -13,8 +13,10 @@ the real `neurotui run --headless` (host and process telemetry each second), mea
     .venv/bin/python tests/bench/bench_log_follow.py [--ranks 32] [--rate 10] [--seconds 40]
         [--lines runner,plain]
 
-Anchor, measured in the same run: a Python process that only sleeps and wakes as often as the
-supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU).
+Anchors, measured in the same run: a Python process that only sleeps and wakes as often as the
+supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); and the same loop
+doing one fstat per line the supervisor read (its stamps are the logs' modification times),
+the least that stamps each line by when it was written.
 """
 
 from __future__ import annotations
@@ -84,27 +86,32 @@ JOB = textwrap.dedent("""
 
 
 IDLE_LOOP = textwrap.dedent("""
-    import sys, time
-    rate, seconds = float(sys.argv[1]), float(sys.argv[2])
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    import os, shutil, sys, tempfile, time
+    rate, seconds, looks = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+    folder = tempfile.mkdtemp()
+    fds = [os.open(os.path.join(folder, str(i)), os.O_RDWR | os.O_CREAT) for i in range(looks)]
+    time.sleep(0.5)  # past start-up
+    cpu0, t0 = time.process_time(), time.monotonic()
+    while time.monotonic() - t0 < seconds:
         time.sleep(1 / rate)
+        for fd in fds:
+            os.fstat(fd)
+    # Its own clock (the scheduler's, in ns): the kernel's per-process times tick in 10 ms.
+    print((time.process_time() - cpu0) / (time.monotonic() - t0))
+    shutil.rmtree(folder)
 """)
 
 
-def idle_loop_share(wakeups_per_s: float, seconds: float = 10.0) -> float:
+def idle_loop_share(wakeups_per_s: float, seconds: float = 10.0, looks: int = 0) -> float:
     """The anchor: the CPU share of a Python process that only sleeps and wakes as often as
-    the supervisor did. On this VM a wakeup alone costs about 0.1 ms of CPU (a few us on
-    bare metal), a floor no work done at a wakeup can go under."""
-    proc = subprocess.Popen([sys.executable, "-c", IDLE_LOOP, str(max(wakeups_per_s, 0.1)),
-                             str(seconds + 1.0)])
-    watched = psutil.Process(proc.pid)
-    time.sleep(0.5)
-    cpu0, t0 = watched.cpu_times(), time.time()
-    time.sleep(seconds)
-    cpu1, t1 = watched.cpu_times(), time.time()
-    proc.wait()
-    return ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (t1 - t0)
+    the supervisor did, and at each wakeup fstats `looks` files (the supervisor stamps each
+    line of a busy log with its modification time: one fstat a log a wakeup). On this VM a
+    wakeup alone costs about 0.1 ms of CPU (a few us on bare metal): a floor no work done
+    at a wakeup can go under."""
+    out = subprocess.run([sys.executable, "-c", IDLE_LOOP, str(max(wakeups_per_s, 0.1)),
+                          str(seconds), str(looks)], capture_output=True, text=True,
+                         check=True).stdout
+    return float(out)
 
 
 def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
@@ -180,12 +187,16 @@ def main() -> int:
     for ranks, rate, watch, shape in cases:
         figures = run(ranks, rate, args.seconds, watch=watch, lines=shape)
         anchor = idle_loop_share(figures["wakeups_per_s"])
+        # One fstat a line: the least that stamps every line by its log's write time.
+        looks = round(ranks * rate / figures["wakeups_per_s"]) if watch else 0
+        floor = idle_loop_share(figures["wakeups_per_s"], looks=looks)
         truth = 1.0 / rate
         error = abs(figures["step_median_s"] / truth - 1)
         print(f"{ranks} ranks x {rate:g} {shape} lines/s ({figures['method']}): supervisor "
               f"{figures['cpu_share']:.2%} of one core ({figures['system_share']:.2%} in the "
               f"kernel), {figures['wakeups_per_s']:.1f} wakeups/s (an idle Python loop waking "
-              f"as often: {anchor:.2%}), {figures['rss_mb']:.0f} MB; "
+              f"as often: {anchor:.2%}; and with an fstat a line read: {floor:.2%}), "
+              f"{figures['rss_mb']:.0f} MB; "
               f"{figures['found']:.1%} of "
               f"lines recorded; stamped {figures['late_median_ms']:.2f} ms late (median), "
               f"{figures['late_p99_ms']:.1f} ms (p99), {figures['late_max_ms']:.1f} ms (max); "
