@@ -18,6 +18,8 @@ BLOCKS = " ▁▂▃▄▅▆▇█"
 ASCII_LEVELS = " .:-=+*#%@"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 MISSING_CELL = "?"
+ASCII_COLUMN = " ...#####"
+"""columns() in ASCII: a cell filled by n eighths, n = 0..8 (half or more: `#`)."""
 ABOVE = ("▲", "^")
 """The mark of a column holding values drawn apart, above the chart's scale (block, ASCII)."""
 
@@ -124,21 +126,29 @@ def columns(values: Sequence[float], width: int, height: int, ascii_mode: bool =
     points = [v - bottom for v in resample(values, width)]
     finite = [v for v in points if math.isfinite(v)]
     top = (max(finite) if finite else 0.0) if top is None else top - bottom
-    rows = []
-    for r in range(height):
-        floor = (height - 1 - r) * 8
-        cells = []
-        for v in points:
-            if not math.isfinite(v) or top <= 0:
-                cells.append(" ")
-                continue
-            filled = max(0.0, v) / top * height * 8
-            n = int(min(8, max(0, math.ceil(filled - floor))))
-            if ascii_mode:
-                cells.append("#" if n >= 4 else ("." if n else " "))
-            else:
-                cells.append(BLOCKS[n])
-        rows.append("".join(cells))
+    if height <= 0:
+        return []
+    # Column by column, the rows then read across them (the throughput panel draws two of
+    # these at every refresh): a column is its height in eighths of a cell, rounded up, and
+    # columns of one height are drawn once. A row `floor` eighths up holds that height less
+    # `floor` (0..8): the same as the height's fraction less `floor` rounded up, `floor` being
+    # a whole number.
+    chars = ASCII_COLUMN if ascii_mode else BLOCKS
+    floors = [(height - 1 - r) * 8 for r in range(height)]  # top row first
+    blank = " " * height
+    drawn: dict[int, str] = {}
+    cols = []
+    for v in points:
+        if not math.isfinite(v) or top <= 0:
+            cols.append(blank)
+            continue
+        eighths = min(math.ceil(max(0.0, v) / top * height * 8), height * 8)
+        col = drawn.get(eighths)
+        if col is None:
+            col = drawn[eighths] = "".join([chars[min(8, max(0, eighths - floor))]
+                                            for floor in floors])
+        cols.append(col)
+    rows = ["".join(row) for row in zip(*cols, strict=True)] if cols else [""] * height
     if above is not None and rows:
         mark = ABOVE[ascii_mode]
         rows[0] = "".join(mark if flag else cell for cell, flag in

@@ -108,6 +108,9 @@ def test_charts_ascii_and_missing() -> None:
     assert charts.bar(0.5, 4) == "██  " and charts.bar(0.5, 4, True) == "##  "
     assert charts.bar(None, 5) == "???  "
     assert charts.columns([1, 2], 2, 2) == [" █", "██"]
+    # Eighths of a cell, rounded up: 2, 6, 16 and 10 of the 16 two rows hold.
+    assert charts.columns([1, 3, 8, 5], 4, 2, top=8) == ["  █▂", "▂▆██"]
+    assert charts.columns([1, 3, 8, 5], 4, 2, ascii_mode=True, top=8) == ["  #.", ".###"]
     assert charts.resample(list(range(10)), 2) == [2.0, 7.0]
     nan = float("nan")
     # Parts as np.array_split cuts them (the first ones one longer), NaN left out of each
