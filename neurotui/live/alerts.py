@@ -8,6 +8,7 @@ problem; each states the numbers it was raised on, so a user can check it agains
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,7 +146,9 @@ class _ProcSeen:
     cpu_nums: list[int]
 
     def median_cpu(self) -> float | None:
-        return float(np.median(self.cpu)) if self.cpu else None
+        # (statistics.median: np.median's value, without numpy's call overhead; each worker
+        # of a job is judged every few seconds.)
+        return float(statistics.median(self.cpu)) if self.cpu else None
 
 
 def _procs_seen(procs: Sequence[Mapping[str, Any]], now: float,
@@ -156,9 +159,11 @@ def _procs_seen(procs: Sequence[Mapping[str, Any]], now: float,
             pid = p.get("pid")
             if not isinstance(pid, int):
                 continue
-            ppid = p.get("ppid")
-            row = seen.setdefault(pid, _ProcSeen(pid, ppid if isinstance(ppid, int) else None,
-                                                 str(p.get("role") or "?"), [], []))
+            row = seen.get(pid)
+            if row is None:  # (its first sample names its parent and role)
+                ppid = p.get("ppid")
+                row = seen[pid] = _ProcSeen(pid, ppid if isinstance(ppid, int) else None,
+                                            str(p.get("role") or "?"), [], [])
             cpu = metrics.finite_or_none(p.get("cpu"))
             if cpu is not None:
                 row.cpu.append(cpu)
