@@ -24,15 +24,17 @@ class GlobalRanks:
         self.mapping: dict[int, int] = {}
 
     def learn(self, ranks: list[psutil.Process]) -> bool:
-        """Read the environment of rank processes not seen before; True when the mapping
-        changed (a new rank, or a restart's new rendezvous)."""
+        """Read the environment of rank processes not read before; True when the mapping
+        changed (a new rank, or a restart's new rendezvous). A process whose environment did
+        not say is read again at the next call: caught between torchrun's fork and its exec
+        of the rank (same pid, same start time), it still had torchrun's environment."""
         changed = False
         for proc in ranks:
             try:
                 key = (proc.pid, proc.create_time())
             except psutil.Error:
                 continue
-            if key in self._read:
+            if self._read.get(key) is not None:
                 continue
             pair = self._read[key] = _local_and_global(proc)
             if pair is not None and self.mapping.get(pair[0]) != pair[1]:
