@@ -345,8 +345,6 @@ def wait_started(session_dir: Path, supervisor: subprocess.Popen[bytes],
 
 
 def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: bool) -> int:
-    from neurotui import headless as headless_mode
-
     if not headless:
         if on_a_terminal():
             from neurotui.ui.home_app import run_app
@@ -354,6 +352,10 @@ def follow_session(session_dir: Path, args: argparse.Namespace, *, headless: boo
             # It says how to come back if training goes on; `l` leads to the home screen.
             return run_app(session_dir.parent, session_dir, **display_settings(args))
         print("neurotui: not a terminal; following in headless mode", file=sys.stderr)
+    # Only here: it loads the live model (numpy), which the dashboard loads after its first
+    # frame.
+    from neurotui import headless as headless_mode
+
     try:
         ended = headless_mode.follow(headless_mode.model_for(session_dir),
                                      interval_s=args.interval or 5.0,
