@@ -99,6 +99,30 @@ print(sorted({'numpy', 'pandas', 'neurotui.live.model', 'neurotui.session.reader
     assert loaded == "[]"
 
 
+def test_attach_reaches_the_dashboard_without_numpy() -> None:
+    """`neurotui attach` and `run` in a terminal hand the session to the app before anything
+    loads numpy (the headless follower, which needs the live model, only when headless)."""
+    import subprocess
+    import sys
+
+    code = """
+import argparse, sys
+from pathlib import Path
+import neurotui.cli as cli
+import neurotui.ui.home_app as home_app
+seen = []
+home_app.run_app = lambda *a, **k: seen.append(sorted(
+    {'numpy', 'pandas', 'neurotui.live.model'} & set(sys.modules))) or 0
+cli.on_a_terminal = lambda: True
+args = argparse.Namespace(interval=None, ascii=None, theme=None)
+cli.follow_session(Path("sessions") / "sample-cpu-gloo", args, headless=False)
+print(seen)
+"""
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=PACKAGE.parent).stdout.strip()
+    assert loaded == "[[]]"
+
+
 def test_following_and_replaying_a_run_need_no_pandas() -> None:
     """The dashboard (run, attach) and replay work on numpy columns: pandas (a third of a
     second and 70 MB) is imported only by compare and export."""
