@@ -43,18 +43,15 @@ output must not become one 10 MB record."""
 LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
 replay shows of the logs at its cursor. Log lines carry no time of their own."""
-BUSY_CHANGES_PER_S = 5
-BATCH_MIN_S, BATCH_MAX_S = 0.02, 0.5
-"""While the logs change more than BUSY_CHANGES_PER_S times a second, they are read in
-batches rather than at each change: a wakeup that reads, parses and records one line costs
-about 0.3 ms of CPU on a VM, and 2 ranks printing 20 lines a second each took 1.4% of a core
-that way (0.67% batched; 32 ranks at 10 lines a second, several % of a core). A batch waits a
-share of the time between two changes of the busiest log (within BATCH_MIN_S..BATCH_MAX_S), so
-it rarely holds two lines of one log, and its lines are stamped with their log's modification
-time (when the kernel saw the write: within its timestamp granularity, a few ms at most); they
-are taken (parsed, recorded) at the next poll, up to WATCHED_POLL_S later. meta.json's
-`log_timing` says so, and how many lines came second to a read of their log (stamped with the
-later line's time)."""
+BUSY_CHANGES_PER_S = 50
+BATCH_MIN_S, BATCH_MAX_S = 0.02, 0.1
+"""While the logs change more than BUSY_CHANGES_PER_S times a second (32 ranks printing 10
+lines a second each), they are read in batches rather than at each change: a wakeup per line
+would cost the supervisor several % of a core. A batch waits a share of the time between two
+changes of the busiest log (within BATCH_MIN_S..BATCH_MAX_S), so it rarely holds two lines of
+one log, and its lines are stamped with their log's modification time (when the kernel saw the
+write: within its timestamp granularity, a few ms at most). meta.json's `log_timing` says so,
+and how many lines came second to a read of their log (stamped with the later line's time)."""
 BATCH_SHARE_MIN, BATCH_SHARE_MAX = 0.3, 0.9
 SHARED_LINES_MAX = 0.01
 """The share starts at BATCH_SHARE_MAX (the fewest wakeups: steps of a steady length never come

@@ -302,7 +302,7 @@ def test_busy_logs_are_read_in_batches_as_long_as_they_rarely_share_a_read(tmp_p
     _write_busily(follower, logs, 2.3, lines=1)  # each log 10 lines a second
     assert follower.pause_s == pytest.approx(0.09, rel=0.35)  # 0.9 / 10 changes a second
     assert follower.shared_lines == 0
-    assert "batches 20 to 500 ms apart" in follower.timing["note"]
+    assert "batches 20 to 100 ms apart" in follower.timing["note"]
     _write_busily(follower, logs, 2.3, lines=2)  # two lines a log between reads
     for log in logs:
         log.close()
