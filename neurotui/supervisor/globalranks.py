@@ -20,7 +20,8 @@ class GlobalRanks:
     """Learns local rank -> global rank from the rank processes of the current attempt."""
 
     def __init__(self) -> None:
-        self._read: dict[ProcKey, tuple[int, int] | None] = {}
+        self._read: set[ProcKey] = set()
+        """The processes whose environment named their ranks."""
         self.mapping: dict[int, int] = {}
 
     def learn(self, ranks: list[psutil.Process]) -> bool:
@@ -34,10 +35,13 @@ class GlobalRanks:
                 key = (proc.pid, proc.create_time())
             except psutil.Error:
                 continue
-            if self._read.get(key) is not None:
+            if key in self._read:
                 continue
-            pair = self._read[key] = _local_and_global(proc)
-            if pair is not None and self.mapping.get(pair[0]) != pair[1]:
+            pair = _local_and_global(proc)
+            if pair is None:
+                continue  # read again at the next call
+            self._read.add(key)
+            if self.mapping.get(pair[0]) != pair[1]:
                 self.mapping[pair[0]] = pair[1]
                 changed = True
         return changed
