@@ -70,6 +70,9 @@ class ProbeFolder:
         """(probe.step() files, automatic probe files), after one look at the folder."""
         try:
             changed: int | None = self.dir.stat().st_mtime_ns
+        except FileNotFoundError:  # no folder, no files: nothing to list (most jobs)
+            self._changed, self._files = None, ({}, {})
+            return self._files
         except OSError:
             changed = None
         if changed is None or changed != self._changed or \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,41 @@ def test_a_step_record_encoded_by_hand_is_what_the_json_encoder_writes(
     assert (encoded is not None) == finite
     if encoded is not None:
         assert encoded == json.dumps(record)
+
+
+def test_the_kernel_says_which_logs_changed_with_or_without_new_files_among_them(
+        tmp_path: Path) -> None:
+    """`_Changes.changed` reads the watches that fired: a read of file changes only (fixed-
+    size records, taken at once) and one with a new file's named record among them (taken
+    record by record) both give every target that fired, once."""
+    from neurotui.supervisor.logfollow import _changes, _Followed
+
+    if sys.platform != "linux":
+        pytest.skip("inotify is Linux's")  # the supervisor polls the logs elsewhere
+    changes = _changes()
+    assert changes is not None
+    folder = tmp_path / "attempt_0"
+    folder.mkdir()
+    logs = []
+    for rank in range(40):
+        path = tmp_path / f"{rank}.log"
+        path.write_bytes(b"")
+        logs.append(_Followed(path, path.name, rank))
+        assert changes.watch(path, logs[-1])
+    assert changes.watch(folder, folder, folder=True)
+    try:
+        for _ in range(8):  # eight records each (more than one read holds), taken once
+            for followed in logs:
+                with open(followed.path, "ab") as f:
+                    f.write(b"step 1 loss 2\n")
+        assert sorted(changes.changed(), key=lambda f: f.rank) == logs  # each once
+        assert changes.changed() == []  # all was read
+        with open(logs[3].path, "ab") as f:
+            f.write(b"x\n")
+        (folder / "new.log").write_bytes(b"")  # a record with a name, between two without
+        with open(logs[5].path, "ab") as f:
+            f.write(b"x\n")
+        got = changes.changed()
+        assert len(got) == 3 and {id(t) for t in got} == {id(logs[3]), id(logs[5]), id(folder)}
+    finally:
+        changes.close()
