@@ -21,6 +21,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from neurotui.session import layout
 from neurotui.session.tailing import read_lines_backwards, split_lines
 from neurotui.session.writer import EventWriter
@@ -114,34 +116,52 @@ def _capped(line: str) -> str:
     return f"{line[:TAIL_LINE_CHARS]}... [cut: {len(line):,} characters in all]"
 
 
-def _step_json(t: float, rank: int, step: int, samples: float | None, loss: float | None,
-               dt: float | None, attempt: int, throughput: float | None,
-               samples_total: float | None, global_batch: float | None,
-               samples_from: str | None) -> str | None:
-    """A log step's record as the writer would encode it (the same keys in the same order),
-    built directly: hundreds a second at 32 ranks, and a dict to encode costs most of a line's
-    handling. None when a number is not finite (JSON's NaN and Infinity: left to the
-    encoder)."""
+class _LogStep(msgspec.Struct, omit_defaults=True, gc=False):
+    """A log step's record, as the writer's encoder would write it (these keys, in this
+    order), built as a struct and encoded by msgspec: hundreds a second at 32 ranks, where a
+    dict to encode cost most of a line's handling. The figures a line printed beyond these
+    are left out when it printed none (most lines)."""
+
+    t: float
+    kind: str
+    rank: int
+    step: int
+    samples: float | None
+    loss: float | None
+    dt: float | None
+    phases: None
+    src: str
+    attempt: int
+    throughput: float | None = None
+    samples_total: float | None = None
+    global_batch: float | None = None
+    samples_from: str | None = None
+
+
+_encode_step_lines = msgspec.json.Encoder().encode_lines
+_INT_MAX = 2**63  # msgspec writes integers of 64 bits; the writer's encoder, any
+
+
+def _step_record(t: float, rank: int, step: int, samples: float | None,
+                 loss: float | None, dt: float | None, attempt: int,
+                 throughput: float | None, samples_total: float | None,
+                 global_batch: float | None, samples_from: str | None) -> _LogStep | None:
+    """A log step's record, or None where msgspec would not write what the writer's
+    encoder writes (NaN and infinity, which it writes as null; integers past 64 bits): the
+    writer then encodes it."""
     isfinite = math.isfinite
     if not (isfinite(t) and (samples is None or isfinite(samples))
-            and (loss is None or isfinite(loss)) and (dt is None or isfinite(dt))):
+            and (loss is None or isfinite(loss)) and (dt is None or isfinite(dt))
+            and -_INT_MAX < step < _INT_MAX and -_INT_MAX < rank < _INT_MAX
+            and attempt < _INT_MAX):
         return None
-    extra = ""
     if throughput is not None or samples_total is not None or global_batch is not None:
         # The figures a line did not print are left out (most lines print none of these).
-        for key, value in (("throughput", throughput), ("samples_total", samples_total),
-                           ("global_batch", global_batch)):
-            if value is not None:
-                if not isfinite(value):
-                    return None
-                extra += f', "{key}": {value!r}'
-    if samples_from is not None:  # "line" or "throughput": nothing to escape
-        extra += f', "samples_from": "{samples_from}"'
-    return (f'{{"t": {t!r}, "kind": "step", "rank": {rank}, "step": {step}, '
-            f'"samples": {"null" if samples is None else repr(samples)}, '
-            f'"loss": {"null" if loss is None else repr(loss)}, '
-            f'"dt": {"null" if dt is None else repr(dt)}, '
-            f'"phases": null, "src": "log", "attempt": {attempt}{extra}}}')
+        for value in (throughput, samples_total, global_batch):
+            if value is not None and not isfinite(value):
+                return None
+    return _LogStep(t, "step", rank, step, samples, loss, dt, None, "log", attempt,
+                    throughput, samples_total, global_batch, samples_from)
 
 
 @dataclass(eq=False, slots=True)  # one per file: compared and hashed as itself
@@ -834,14 +854,17 @@ class LogFollower:
             self._first_line_at = stamps[0]
         if followed.rank is None:
             return  # torchrun's console repeats the rank files, which are parsed instead
+        steps: list[_LogStep] = []
         for record, stamp, line in zip(self.parser.parse_values_many(lines), stamps, lines,
                                        strict=True):
             if record is None:
                 continue
-            if isinstance(record, StepValues):
-                self._record_step(record, rank, stamp)
+            if record.__class__ is StepValues:
+                self._record_step(record, rank, stamp, steps)  # type: ignore[arg-type]
             else:
-                self._record_compile(record, rank, line, stamp)
+                self._write_steps(steps)  # the steps before it first, in the order read
+                self._record_compile(record, rank, line, stamp)  # type: ignore[arg-type]
+        self._write_steps(steps)
 
     def _take(self, line: str, followed: _Followed, now: float, *,
               keep_in_tail: bool = True, parse: bool = True) -> None:
@@ -881,8 +904,10 @@ class LogFollower:
         if self.stalls is not None:
             self.stalls.compiled(rank, now)
 
-    def _record_step(self, record: StepValues, rank: int | None, now: float) -> None:
-        """A step line's record (`rank`: its log's, when the line names none)."""
+    def _record_step(self, record: StepValues, rank: int | None, now: float,
+                     batch: list[_LogStep] | None = None) -> None:
+        """A step line's record (`rank`: its log's, when the line names none): written, or
+        added to `batch` (_write_steps writes a batch's records in one go)."""
         rank = record.rank if record.rank is not None else (rank or 0)
         if rank in self._probed_ranks:
             return
@@ -921,12 +946,17 @@ class LogFollower:
             if step_time is not None:
                 samples, samples_from = record.throughput * step_time, "throughput"
         self._last_stamp[rank] = (now, step)
-        encoded = _step_json(now, rank, step, samples, record.loss, dt, self.attempt,
-                             record.throughput, record.samples_total,
-                             record.global_batch, samples_from)
-        if encoded is not None:
-            self.writer.write_encoded("step", encoded)
+        event = _step_record(now, rank, step, samples, record.loss, dt, self.attempt,
+                             record.throughput, record.samples_total, record.global_batch,
+                             samples_from)
+        if event is not None:
+            if batch is not None:
+                batch.append(event)
+            else:
+                self.writer.write_encoded_lines("step", 1, _encode_step_lines([event]).decode())
         else:  # a value JSON writes its own way (NaN, infinity): the encoder does
+            if batch:
+                self._write_steps(batch)  # those before it first, in the order read
             # Every figure the line carries is kept: printed throughput, total, batch.
             printed = {key: value for key, value in (
                 ("throughput", record.throughput), ("samples_total", record.samples_total),
@@ -938,6 +968,13 @@ class LogFollower:
         if self.stalls is not None:
             self.stalls.step(rank, step, now, "log")
         self._steps_written += 1
+
+    def _write_steps(self, batch: list[_LogStep]) -> None:
+        """The records of a batch of step lines, encoded in one call; `batch` is emptied."""
+        if batch:
+            self.writer.write_encoded_lines("step", len(batch),
+                                            _encode_step_lines(batch).decode())
+            batch.clear()
 
     def _stamped_step_time(self, rank: int, step: int, now: float) -> float | None:
         """Seconds per step since this rank's previous step line, by the stamps."""

@@ -15,7 +15,7 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor.logfollow import LogFollower, _step_json
+from neurotui.supervisor.logfollow import LogFollower, _encode_step_lines, _step_record
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
 
@@ -154,9 +154,11 @@ _maybe_number = st.none() | st.floats(allow_nan=True, allow_infinity=True) | \
 def test_a_step_record_encoded_by_hand_is_what_the_json_encoder_writes(
         t, rank, step, samples, loss, dt, attempt, throughput, samples_total, global_batch,
         samples_from) -> None:
-    """Step records are built directly (the hottest record); where that is not the encoder's
-    own text (NaN, infinity), it declines and the encoder writes them."""
-    encoded = _step_json(t, rank, step, samples, loss, dt, attempt, throughput, samples_total,
+    """Step records are encoded by msgspec (the hottest record): the same keys in the same
+    order and the same values as the writer's encoder gives; where msgspec would write
+    something else (NaN, infinity, integers past 64 bits), it declines and the encoder writes
+    them."""
+    event = _step_record(t, rank, step, samples, loss, dt, attempt, throughput, samples_total,
                          global_batch, samples_from)
     record = {"t": t, "kind": "step", "rank": rank, "step": step, "samples": samples,
               "loss": loss, "dt": dt, "phases": None, "src": "log", "attempt": attempt,
@@ -164,9 +166,15 @@ def test_a_step_record_encoded_by_hand_is_what_the_json_encoder_writes(
                                    ("global_batch", global_batch),
                                    ("samples_from", samples_from)) if v is not None}}
     finite = all(not isinstance(v, float) or math.isfinite(v) for v in record.values())
-    assert (encoded is not None) == finite
-    if encoded is not None:
-        assert encoded == json.dumps(record)
+    in_range = all(-(2**63) < v < 2**63 for v in (rank, step, attempt))
+    assert (event is not None) == (finite and in_range)
+    if event is not None:
+        text = _encode_step_lines([event]).decode()
+        assert text.endswith("}\n") and text.count("\n") == 1
+        decoded = json.loads(text)
+        assert list(decoded.items()) == list(record.items())  # keys in order, values equal
+        for key, value in record.items():  # floats stay floats, integers integers
+            assert type(decoded[key]) is type(value)
 
 
 def test_the_kernel_says_which_logs_changed_with_or_without_new_files_among_them(
