@@ -145,7 +145,10 @@ class EventWriter:
                         os.ftruncate(self._fd, size)
                 raise
             view = view[written:]
-        self._end = os.fstat(self._fd).st_size
+        # Where this writer's lines end, without asking (a flush a wakeup, and a system
+        # call costs microseconds): had another process appended meanwhile, the next
+        # flush finds a size other than this and checks the last byte (_fresh_line).
+        self._end = size + len(data)
 
     def _fresh_line(self) -> None:
         """Each record starts on a line of its own: when something else left the file
