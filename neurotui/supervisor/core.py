@@ -115,8 +115,7 @@ class Supervisor:
         self.socket_path = control.socket_path(self.dir)
         self.server = control.listen(self.socket_path)
         self.selector.register(self.server, selectors.EVENT_READ, _CONTROL)
-        if self.follower.fileno() is not None:  # a log changed: read it now, stamp it now
-            self.selector.register(self.follower.fileno(), selectors.EVENT_READ, _LOGS)
+        self._logs_listened = False  # a log's change wakes the supervisor (_listen_to_logs)
         self._exit_fd: int | None = None  # readable when the job's leader exits (pidfd)
         self._signal_wake: SignalWake | None = None
         self.job: subprocess.Popen[bytes] | None = None
@@ -313,13 +312,19 @@ class Supervisor:
     def _wait_tick(self, until: float) -> bool:
         """Until `until`, read each log the moment it changes (its lines are stamped then) and
         answer the control channel; the timed work waits for `until`. Returns early, True when
-        a restart was asked for, on a request, the job's exit or a caught signal."""
+        a restart was asked for, on a request, the job's exit or a caught signal.
+
+        While busy logs are read in batches, their changes do not wake the supervisor: it
+        waits for the batch's time (answering the control channel meanwhile) and then looks,
+        one wakeup a batch, whether or not a log changed since (a busy log's next line is due
+        about then)."""
         restart = False
         while (timeout := until - time.time()) > 0:
-            if (rest := self._next_batch_at - time.time()) > 0:  # busy logs: read in batches
-                time.sleep(min(rest, timeout))
-                continue
-            for key, _ in self.selector.select(timeout=timeout):
+            rest = self._next_batch_at - time.time()
+            self._listen_to_logs(rest <= 0)
+            batch_due = 0 < rest <= timeout
+            keys = self.selector.select(timeout=min(rest, timeout) if rest > 0 else timeout)
+            for key, _ in keys:
                 if key.data == _CONTROL:
                     restart |= self._serve_one()
                     return restart  # a stop or restart is acted on at once
@@ -331,22 +336,41 @@ class Supervisor:
                     if self.leaving:
                         return restart
                     continue
-                self._guarded("reading the job's logs", self.follower.on_change, time.time())
-                if (pause := self.follower.pause_s) <= 0:
-                    # On disk now, not at the next timed wakeup: the dashboard's next read
-                    # shows the step.
-                    self.writer.flush()
-                else:
-                    self._next_batch_at = time.time() + pause
-                    if until < self._next_batch_at:
-                        # The tick's work is due before the next batch: done now, in this
-                        # wakeup, rather than in one of its own.
-                        return restart
+                if self._read_logs(until):
+                    return restart
+            if batch_due and not keys and self._read_logs(until):
+                return restart
         return restart
+
+    def _read_logs(self, until: float) -> bool:
+        """Read what the logs gained (on_change); True when the tick's work falls due before
+        the next batch of busy logs, and is better done in this wakeup than one of its own."""
+        self._guarded("reading the job's logs", self.follower.on_change, time.time())
+        if (pause := self.follower.pause_s) <= 0:
+            # On disk now, not at the next timed wakeup: the dashboard's next read shows the
+            # step.
+            self.writer.flush()
+            self._next_batch_at = 0.0
+            return False
+        self._next_batch_at = time.time() + pause
+        return until < self._next_batch_at
+
+    def _listen_to_logs(self, listen: bool) -> None:
+        """Whether a log's change wakes the supervisor (not while busy logs are read in
+        batches, on a timer)."""
+        fd = self.follower.fileno()
+        if fd is None or listen == self._logs_listened:
+            return
+        if listen:
+            self.selector.register(fd, selectors.EVENT_READ, _LOGS)
+        else:
+            self.selector.unregister(fd)
+        self._logs_listened = listen
 
     def _wait_backoff(self, delay: float) -> bool:
         """Sleep before a restart while still answering the control channel."""
         deadline = time.time() + delay
+        self._listen_to_logs(False)  # no job: nothing to read, and a change must not spin this
         while time.time() < deadline:
             self.writer.flush()
             for key, _ in self.selector.select(timeout=min(TICK_S, deadline - time.time())):
