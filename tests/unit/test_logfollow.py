@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -213,3 +214,38 @@ def test_the_kernel_says_which_logs_changed_with_or_without_new_files_among_them
         assert len(got) == 3 and {id(t) for t in got} == {id(logs[3]), id(logs[5]), id(folder)}
     finally:
         changes.close()
+
+
+def test_polled_logs_are_looked_for_again_only_when_their_folders_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without inotify the follower looks at its folders' times at each poll, and looks
+    through them for new logs (a glob) only when one changed: a new rank's folder and log
+    are found at the next poll, and lines written into them recorded."""
+    import time
+
+    from neurotui.supervisor import logfollow
+
+    session, writer, follower = new_follower(tmp_path)
+    attempt = session / layout.TORCHRUN_LOG_DIR / "run" / "attempt_0"
+    (attempt / "0").mkdir(parents=True)
+    (attempt / "0" / "stdout.log").write_text("step 1 loss 2.5\n")
+    settled = time.time() - 60
+    for folder in (session / "logs", session / layout.TORCHRUN_LOG_DIR, attempt.parent,
+                   attempt, attempt / "0"):
+        os.utime(folder, (settled, settled))
+    looks = []
+    real = logfollow.layout.torchrun_rank_logs
+    monkeypatch.setattr(logfollow.layout, "torchrun_rank_logs",
+                        lambda root: looks.append(root) or real(root))
+    follower.poll(time.time())
+    assert len(looks) == 1 and len(follower._files) == 2  # the launcher's log, rank 0's
+    follower.poll(time.time())
+    follower.poll(time.time())
+    assert len(looks) == 1  # nothing changed: not looked through again
+    (attempt / "1").mkdir()  # the attempt folder's time changes
+    (attempt / "1" / "stdout.log").write_text("step 1 loss 2.4\nstep 2 loss 2.3\n")
+    follower.poll(time.time())
+    assert len(looks) == 2 and len(follower._files) == 3
+    writer.close()
+    steps = SessionReader(session, telemetry_history=None).load().steps()
+    assert sorted(zip(steps["rank"], steps["step"], strict=True)) == [(0, 1), (1, 1), (1, 2)]
