@@ -314,14 +314,15 @@ class Supervisor:
         answer the control channel; the timed work waits for `until`. Returns early, True when
         a restart was asked for, on a request, the job's exit or a caught signal.
 
-        While busy logs are read in batches, their changes do not wake the supervisor: it
-        waits for the batch's time (answering the control channel meanwhile) and then looks,
-        one wakeup a batch, whether or not a log changed since (a busy log's next line is due
-        about then)."""
+        While busy logs are read in batches, their changes do not wake the supervisor (the
+        kernel is not asked to say them then): it waits for the batch's time (answering the
+        control channel, and a new log's folder, meanwhile) and then looks, one wakeup a
+        batch, whether or not a log changed since (a busy log's next line is due about
+        then)."""
         restart = False
+        self._listen_to_logs(True)
         while (timeout := until - time.time()) > 0:
             rest = self._next_batch_at - time.time()
-            self._listen_to_logs(rest <= 0)
             batch_due = 0 < rest <= timeout
             keys = self.selector.select(timeout=min(rest, timeout) if rest > 0 else timeout)
             for key, _ in keys:
@@ -336,16 +337,17 @@ class Supervisor:
                     if self.leaving:
                         return restart
                     continue
-                if self._read_logs(until):
+                if self._read_logs(until, self.follower.on_change):
                     return restart
-            if batch_due and not keys and self._read_logs(until):
+            if batch_due and not keys and self._read_logs(until, self.follower.on_batch):
                 return restart
         return restart
 
-    def _read_logs(self, until: float) -> bool:
-        """Read what the logs gained (on_change); True when the tick's work falls due before
-        the next batch of busy logs, and is better done in this wakeup than one of its own."""
-        self._guarded("reading the job's logs", self.follower.on_change, time.time())
+    def _read_logs(self, until: float, read: Callable[[float], None]) -> bool:
+        """Read what the logs gained (the follower's on_change, or on_batch at a batch's
+        time); True when the tick's work falls due before the next batch of busy logs, and is
+        better done in this wakeup than one of its own."""
+        self._guarded("reading the job's logs", read, time.time())
         if (pause := self.follower.pause_s) <= 0:
             # On disk now, not at the next timed wakeup: the dashboard's next read shows the
             # step.
@@ -356,8 +358,7 @@ class Supervisor:
         return until < self._next_batch_at
 
     def _listen_to_logs(self, listen: bool) -> None:
-        """Whether a log's change wakes the supervisor (not while busy logs are read in
-        batches, on a timer)."""
+        """Whether a log's change wakes the supervisor (not during a restart's backoff)."""
         fd = self.follower.fileno()
         if fd is None or listen == self._logs_listened:
             return

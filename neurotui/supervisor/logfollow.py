@@ -456,23 +456,7 @@ class LogFollower:
         """Read the logs the kernel says changed (the supervisor's selector saw `fileno`)."""
         if self._changes is None:
             return
-        if now - self._counting_since >= 1.0:
-            # Counted per log, not per wakeup: batched reads wake less often but see as many
-            # logs changed, so busy logs stay batched.
-            counts = [followed.changes for followed in self._files.values()]
-            self._busy = sum(counts) > BUSY_CHANGES_PER_S
-            self._batched |= self._busy
-            per_s = max(counts, default=0) / (now - self._counting_since)
-            if self._shared_now > SHARED_LINES_MAX * self._batch_lines:
-                self._batch_share = max(BATCH_SHARE_MIN, self._batch_share * 2 / 3)
-            else:
-                self._batch_share = min(BATCH_SHARE_MAX, self._batch_share + 0.02)
-            self._batch_lines = self._shared_now = 0
-            self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, self._batch_share / per_s)) \
-                if per_s else BATCH_MAX_S
-            for followed in self._files.values():
-                followed.changes = 0
-            self._counting_since = now
+        self._count_changes(now)
         changed = self._changes.changed()
         if self._busy:
             self._look(changed, now)
@@ -487,19 +471,71 @@ class LogFollower:
             for followed in self._discover(now):  # lines written before it was watched
                 followed.behind = self._read(followed, now)
 
+    def on_batch(self, now: float) -> None:
+        """A batch's time came (pause_s after the last read, while busy): look at the logs.
+        The kernel says nothing of them while busy (_set_busy), and its fd, readable only
+        for a new folder or log then, is not read here: on_change does when it is."""
+        if self._changes is None:
+            return
+        self._count_changes(now)
+        if self._busy:
+            self._look([], now)
+
+    def _count_changes(self, now: float) -> None:
+        """Each second: whether the logs are busy, and how long a batch is then."""
+        if now - self._counting_since >= 1.0:
+            # Counted per log, not per wakeup: batched reads wake less often but see as many
+            # logs changed, so busy logs stay batched.
+            counts = [followed.changes for followed in self._files.values()]
+            busy = sum(counts) > BUSY_CHANGES_PER_S
+            if busy != self._busy:
+                self._set_busy(busy, now)
+            self._batched |= self._busy
+            per_s = max(counts, default=0) / (now - self._counting_since)
+            if self._shared_now > SHARED_LINES_MAX * self._batch_lines:
+                self._batch_share = max(BATCH_SHARE_MIN, self._batch_share * 2 / 3)
+            else:
+                self._batch_share = min(BATCH_SHARE_MAX, self._batch_share + 0.02)
+            self._batch_lines = self._shared_now = 0
+            self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, self._batch_share / per_s)) \
+                if per_s else BATCH_MAX_S
+            for followed in self._files.values():
+                followed.changes = 0
+            self._counting_since = now
+
+    def _set_busy(self, busy: bool, now: float) -> None:
+        """Busy: the kernel no longer says when each followed log changes (a record a line
+        to read, and to make in the writing rank); they are looked at on the batch's timer
+        instead (_look). No longer busy: watched again, then looked at, which finds what
+        came since the last look."""
+        self._busy = busy
+        assert self._changes is not None
+        looked = [f for f in self._files.values() if f.watched]
+        for followed in looked:
+            if busy:
+                self._changes.unwatch(followed)
+            elif not self._changes.watch(followed.path, followed):
+                followed.watched = False  # no watches left: polled (timing says so)
+                self._unwatched += 1
+        if not busy:
+            self._look([], now)
+            self.take_read()
+
     def _look(self, changed: list[_Followed | Path], now: float) -> None:
-        """While busy (read in batches): each changed log's size and modification time only,
-        noted for the next poll, which reads and takes (parses, records) all of a poll's
-        pieces in one go, each with the stamp of the look that first saw it (take_read). The
-        supervisor then wakes for one system call per log, not for a read and Python's whole
-        handling of each line."""
-        # Once per changed log per wakeup, dozens of times each: the fstat inline, not look().
-        fstat, deferred = os.fstat, self._deferred
+        """While busy (read in batches): each followed log's size and modification time
+        only, noted for the next poll, which reads and takes (parses, records) all of a
+        poll's pieces in one go, each with the stamp of the look that first saw it
+        (take_read). The supervisor then wakes for one system call per log, not for a read
+        and Python's whole handling of each line. `changed`: what the kernel said changed
+        (folders: a new log, or a folder one will be in)."""
         for target in changed:
             if target.__class__ is not _Followed:
-                self._discover_due = True  # a new log, or a folder one will be in
-                continue
-            target.changes += 1
+                self._discover_due = True
+        # Once per log per wakeup, dozens of times each: the fstat inline, not status().
+        fstat, deferred = os.fstat, self._deferred
+        for target in self._files.values():
+            if not target.watched:
+                continue  # read at polls
             try:
                 status = fstat(target.fd) if target.fd is not None else target.status()
             except OSError:
@@ -507,6 +543,7 @@ class LogFollower:
             size = status.st_size
             if size > target.seen:
                 target.seen = size
+                target.changes += 1  # (the kernel says no more while busy: see _set_busy)
                 # A line seen now may have been written a batch ago, and stamping it now
                 # would round every step time to whole batch periods (100 ms steps read
                 # every 26 ms come out 104). The kernel's modification time of the log is
@@ -698,6 +735,9 @@ class LogFollower:
             return followed
         if rank in self._probed_ranks:
             self._polled_probe_logs += 1  # read at polls (_poll_probed_logs)
+            return followed
+        if self._busy:
+            followed.watched = True  # looked at on the batch's timer (_set_busy)
             return followed
         followed.watched = self._changes.watch(path, followed)
         self._unwatched += not followed.watched

@@ -267,8 +267,9 @@ def test_a_rank_log_made_later_is_found_at_once_through_its_folder(tmp_path) -> 
 
 
 def _write_busily(follower: LogFollower, logs: list, seconds: float, lines: int) -> None:
-    """Each log gets `lines` lines (separate writes) every 0.1 s; the follower reads what
-    the kernel says changed after each round, and polls every POLL_S, as the supervisor's
+    """Each log gets `lines` lines (separate writes) every 0.1 s; after each round the
+    follower reads what the kernel says changed, or while busy looks on its batch's timer
+    (the kernel says nothing of the logs then), and polls every POLL_S, as the supervisor's
     loop would."""
     selector = _watching(follower)
     start, step = time.time(), 0
@@ -282,6 +283,8 @@ def _write_busily(follower: LogFollower, logs: list, seconds: float, lines: int)
             for rank, log in enumerate(logs):
                 log.write(f"neurotui-runner step={step} rank={rank} samples=16 loss=1.0\n")
         time.sleep(0.1)
+        if follower.pause_s > 0:  # busy: a look a round (the batch is about as long)
+            follower.on_batch(time.time())
         while selector.select(timeout=0):
             follower.on_change(time.time())
 
@@ -312,6 +315,44 @@ def test_busy_logs_are_read_in_batches_as_long_as_they_rarely_share_a_read(tmp_p
     assert timing["shared_stamp_lines"] == follower.shared_lines
     assert f"{follower.shared_lines} lines came in one read with a later line" in timing["note"]
     writer.close()
+
+
+def test_while_busy_the_kernel_is_not_asked_of_each_line_and_is_again_once_calm(
+        tmp_path) -> None:
+    """Busy logs are looked at on the batch's timer, so the kernel stops saying when each
+    changes (a record a line, made by the writing rank): a write wakes nothing then, and the
+    next look still stamps it when written. A second of calm later they are watched again:
+    a line is read the moment it is written. No line is lost either way."""
+    session, writer, follower = new_follower(tmp_path)
+    root = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0"
+    logs = []
+    for rank in range(8):
+        (root / str(rank)).mkdir(parents=True)
+        logs.append(open(root / str(rank) / "stdout.log", "a", buffering=1))  # noqa: SIM115
+    follower.poll(time.time())
+    _write_busily(follower, logs, 2.3, lines=1)  # steps 1..23 (or so) of each log
+    assert follower.pause_s > 0  # busy
+    selector = _watching(follower)
+    written_busy = time.time()
+    logs[0].write("neurotui-runner step=100 rank=0 samples=16 loss=1.0\n")
+    assert selector.select(timeout=0.3) == []  # the kernel said nothing
+    follower.on_batch(time.time())  # the batch's look
+    follower.poll(time.time())  # takes what looks saw
+    time.sleep(1.1)  # a calm second: no longer busy at the next look
+    follower.on_batch(time.time())
+    assert follower.pause_s == 0.0
+    written_calm = time.time()
+    logs[3].write("neurotui-runner step=200 rank=3 samples=16 loss=1.0\n")
+    assert selector.select(timeout=2.0)  # watched again
+    follower.on_change(time.time())
+    for log in logs:
+        log.close()
+    steps = steps_of(session, writer)
+    t = {(r, s): t for r, s, t in zip(steps["rank"], steps["step"], steps["t"], strict=True)}
+    assert t[(0, 100)] - written_busy < 0.02  # its log's modification time
+    assert t[(3, 200)] - written_calm < 0.05  # read when written
+    busy_steps = steps[steps["step"] < 100]
+    assert len(busy_steps) == 8 * busy_steps["step"].max()  # every line of every log
 
 
 def test_polls_leave_watched_logs_to_the_kernel_but_take_what_a_full_read_left(
