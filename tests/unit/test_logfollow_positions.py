@@ -289,17 +289,23 @@ def _write_busily(follower: LogFollower, logs: list, seconds: float, lines: int)
             follower.on_change(time.time())
 
 
+def _rank_logs(session: Path, ranks: int) -> list:
+    """torchrun's log of each of `ranks` ranks, open for appending a line at a time."""
+    root = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0"
+    logs = []
+    for rank in range(ranks):
+        (root / str(rank)).mkdir(parents=True)
+        logs.append(open(root / str(rank) / "stdout.log", "a", buffering=1))  # noqa: SIM115
+    return logs
+
+
 def test_busy_logs_are_read_in_batches_as_long_as_they_rarely_share_a_read(tmp_path) -> None:
     """Over 50 changes a second in all: read in batches. Steps of a steady length never come
     two to a batch: 0.9 of the time between two lines of the busiest log. Lines that do come
     two to a read of their log carry the later one's time; they are counted, said in
     log_timing, and the batches shorten."""
     session, writer, follower = new_follower(tmp_path)
-    root = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0"
-    logs = []
-    for rank in range(8):
-        (root / str(rank)).mkdir(parents=True)
-        logs.append(open(root / str(rank) / "stdout.log", "a", buffering=1))  # noqa: SIM115
+    logs = _rank_logs(session, 8)
     follower.poll(time.time())
     assert follower.pause_s == 0.0
     _write_busily(follower, logs, 2.3, lines=1)  # each log 10 lines a second
@@ -324,11 +330,7 @@ def test_while_busy_the_kernel_is_not_asked_of_each_line_and_is_again_once_calm(
     next look still stamps it when written. A second of calm later they are watched again:
     a line is read the moment it is written. No line is lost either way."""
     session, writer, follower = new_follower(tmp_path)
-    root = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0"
-    logs = []
-    for rank in range(8):
-        (root / str(rank)).mkdir(parents=True)
-        logs.append(open(root / str(rank) / "stdout.log", "a", buffering=1))  # noqa: SIM115
+    logs = _rank_logs(session, 8)
     follower.poll(time.time())
     _write_busily(follower, logs, 2.3, lines=1)  # steps 1..23 (or so) of each log
     assert follower.pause_s > 0  # busy
