@@ -156,7 +156,7 @@ def _step_record(t: float, rank: int, step: int, samples: float | None,
             and attempt < _INT_MAX):
         return None
     if throughput is not None or samples_total is not None or global_batch is not None:
-        # The figures a line did not print are left out (most lines print none of these).
+        # Most lines print none of these: one test for the three, then each.
         for value in (throughput, samples_total, global_batch):
             if value is not None and not isfinite(value):
                 return None
@@ -677,17 +677,16 @@ class LogFollower:
             return []
         self._discover_due, self._discovered_at = False, now
         found: list[_Followed] = []
-        if not watching:
-            # Taken before looking: a log made after this changes its folder's time.
-            root = self.logs_root
-            self._folder_times = _modified_times(
-                [root, *layout.torchrun_log_dirs(root / layout.TORCHRUN_LOG_NAME)])
         while True:  # a folder made before its parent was watched is found by looking again
             root = self.logs_root
+            torchrun = root / layout.TORCHRUN_LOG_NAME
+            if not watching:
+                # Taken before looking: a log made after this changes its folder's time.
+                self._folder_times = _modified_times(
+                    [root, *layout.torchrun_log_dirs(torchrun)])
             launcher = root / layout.LAUNCHER_LOG_NAME
             if launcher not in self._files and launcher.exists():
                 found.append(self._follow(launcher, None))
-            torchrun = root / layout.TORCHRUN_LOG_NAME
             for rank, paths in layout.torchrun_rank_logs(torchrun).items():
                 for path in paths:
                     if path not in self._files:
@@ -1029,9 +1028,9 @@ class LogFollower:
             if batch is not None:
                 batch.append(event)
             else:
-                self.writer.write_encoded_lines("step", 1, _encode_step_lines([event]).decode())
+                self._write_steps([event])
         else:  # a value JSON writes its own way (NaN, infinity): the encoder does
-            if batch:
+            if batch is not None:
                 self._write_steps(batch)  # those before it first, in the order read
             # Every figure the line carries is kept: printed throughput, total, batch.
             printed = {key: value for key, value in (

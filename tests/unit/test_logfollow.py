@@ -6,6 +6,7 @@ import json
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -221,8 +222,6 @@ def test_polled_logs_are_looked_for_again_only_when_their_folders_change(
     """Without inotify the follower looks at its folders' times at each poll, and looks
     through them for new logs (a glob) only when one changed: a new rank's folder and log
     are found at the next poll, and lines written into them recorded."""
-    import time
-
     from neurotui.supervisor import logfollow
 
     session, writer, follower = new_follower(tmp_path)
