@@ -12,7 +12,6 @@ import io
 import json
 import math
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 import psutil
 
 from neurotui import autoprobe
-from neurotui.collect.host import ProcessRows, host_sample
+from neurotui.collect.host import HostSampler, ProcessRows
 from neurotui.collect.telemetry import Telemetry, metrics_url
 from neurotui.pricing.record import price_record
 from neurotui.pricing.resolve import resolve_price
@@ -42,7 +41,7 @@ from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.requests import RequestInbox
 from neurotui.supervisor.stallwatch import StallWatch
-from neurotui.supervisor.wakeups import SignalWake, exit_descriptor
+from neurotui.supervisor.wakeups import SignalWake, Waits, exit_descriptor
 
 TICK_S = 0.25
 """How often the supervisor looks whether the job exited where the kernel cannot say so (no
@@ -111,16 +110,17 @@ class Supervisor:
         self.exporter = MetricsExporter.of_config(self.dir, config, self.writer, self._save_meta)
         # Requests left in the session folder: a job of many nodes is stopped from any node.
         self.inbox = RequestInbox(self.dir, since=time.time())
-        self.selector = selectors.DefaultSelector()
+        self.waits = Waits()
         self.socket_path = control.socket_path(self.dir)
         self.server = control.listen(self.socket_path)
-        self.selector.register(self.server, selectors.EVENT_READ, _CONTROL)
+        self.waits.register(self.server, _CONTROL)
         self._logs_listened = False  # a log's change wakes the supervisor (_listen_to_logs)
         self._exit_fd: int | None = None  # readable when the job's leader exits (pidfd)
         self._signal_wake: SignalWake | None = None
         self.job: subprocess.Popen[bytes] | None = None
         self.tree: JobTree | None = None
         self.process_rows = ProcessRows()
+        self.host = HostSampler()
         self.stopping: _Stopping | None = None
         self.stop_requested = False
         self.leaving = False  # the supervisor was told to go; the job is left running
@@ -138,7 +138,7 @@ class Supervisor:
         signal.signal(signal.SIGINT, _ignore)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         self._signal_wake = SignalWake()
-        self.selector.register(self._signal_wake, selectors.EVENT_READ, _SIGNAL)
+        self.waits.register(self._signal_wake, _SIGNAL)
         self._save_meta(supervisor_pid=os.getpid(), control_socket=str(self.socket_path))
         code: int | None = None
         sig_name: str | None = None
@@ -245,13 +245,13 @@ class Supervisor:
         self._forget_exit()
         self._exit_fd = exit_descriptor(pid)
         if self._exit_fd is not None:
-            self.selector.register(self._exit_fd, selectors.EVENT_READ, _EXIT)
+            self.waits.register(self._exit_fd, _EXIT)
 
     def _forget_exit(self) -> None:
         """The leader is gone (or another one is watched): its descriptor stays readable for
         good, and a wait on it would never sleep again."""
         if self._exit_fd is not None:
-            self.selector.unregister(self._exit_fd)
+            self.waits.unregister(self._exit_fd)
             os.close(self._exit_fd)
             self._exit_fd = None
 
@@ -324,14 +324,14 @@ class Supervisor:
         while (timeout := until - time.time()) > 0:
             rest = self._next_batch_at - time.time()
             batch_due = 0 < rest <= timeout
-            keys = self.selector.select(timeout=min(rest, timeout) if rest > 0 else timeout)
-            for key, _ in keys:
-                if key.data == _CONTROL:
+            woken = self.waits.wait(min(rest, timeout) if rest > 0 else timeout)
+            for why in woken:
+                if why == _CONTROL:
                     restart |= self._serve_one()
                     return restart  # a stop or restart is acted on at once
-                if key.data == _EXIT:
+                if why == _EXIT:
                     return restart
-                if key.data == _SIGNAL:
+                if why == _SIGNAL:
                     assert self._signal_wake is not None
                     self._signal_wake.drain()
                     if self.leaving:
@@ -339,7 +339,7 @@ class Supervisor:
                     continue
                 if self._read_logs(until, self.follower.on_change):
                     return restart
-            if batch_due and not keys and self._read_logs(until, self.follower.on_batch):
+            if batch_due and not woken and self._read_logs(until, self.follower.on_batch):
                 return restart
         return restart
 
@@ -363,9 +363,9 @@ class Supervisor:
         if fd is None or listen == self._logs_listened:
             return
         if listen:
-            self.selector.register(fd, selectors.EVENT_READ, _LOGS)
+            self.waits.register(fd, _LOGS)
         else:
-            self.selector.unregister(fd)
+            self.waits.unregister(fd)
         self._logs_listened = listen
 
     def _wait_backoff(self, delay: float) -> bool:
@@ -374,10 +374,10 @@ class Supervisor:
         self._listen_to_logs(False)  # no job: nothing to read, and a change must not spin this
         while time.time() < deadline:
             self.writer.flush()
-            for key, _ in self.selector.select(timeout=min(TICK_S, deadline - time.time())):
-                if key.data == _CONTROL:
+            for why in self.waits.wait(min(TICK_S, deadline - time.time())):
+                if why == _CONTROL:
                     self._serve_one()
-                elif key.data == _SIGNAL:
+                elif why == _SIGNAL:
                     assert self._signal_wake is not None
                     self._signal_wake.drain()
             if self.stop_requested or self.leaving:
@@ -468,6 +468,7 @@ class Supervisor:
             self._signal_wake.close()
         self.follower.close()
         self.process_rows.close()
+        self.host.close()
         if self.exporter is not None:
             self.exporter.close()
         if self.telemetry is not None:
@@ -487,7 +488,7 @@ class Supervisor:
     def _sample_telemetry(self, now: float) -> None:
         rank_pids: frozenset[int] = frozenset()
         try:
-            self.writer.write("host", t=now, **host_sample())
+            self.writer.write("host", t=now, **self.host.sample())
             if self.tree is not None:
                 procs = self.tree.sampled(now)
                 rows = self.process_rows.sample(procs, self.tree.leader_pid)
@@ -630,7 +631,7 @@ def _next_due(due: float, period: float, now: float) -> float:
     return due + period * (math.floor((max(now, due) - due) / period) + 1)
 
 
-# What a selector key stands for (its `data`): the sources that wake the supervisor.
+# What woke the supervisor (the `data` each descriptor is registered with in Waits).
 _CONTROL, _LOGS, _EXIT, _SIGNAL = "control", "logs", "exit", "signal"
 
 

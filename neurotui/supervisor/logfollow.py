@@ -60,8 +60,12 @@ SHARED_LINES_MAX = 0.01
 two to a batch) and shrinks by a third after a second in which more than SHARED_LINES_MAX of
 the lines read came two or more to a read of their log (uneven steps); it grows back slowly."""
 REDISCOVER_S = 5.0
+"""Without folder watches, the folders are looked through this often even when none's time
+changed (_folders_changed)."""
+REDISCOVER_WATCHED_S = 30.0
 """With inotify, new logs are found when a watched folder says something was created in it,
-and by a look at every folder this often in any case; without it, at every poll."""
+and by a look through every folder this often in any case (a missed word, say): at 32 ranks
+a look costs about 1 ms, so every 5 s it was a twentieth of the supervisor's cost."""
 NO_STEP_AFTER_S = 60.0
 """A job that printed this long (and NO_STEP_MIN_LINES lines) with no step found is told so."""
 NO_STEP_MIN_LINES = 20
@@ -668,10 +672,11 @@ class LogFollower:
 
     def _discover(self, now: float) -> list[_Followed]:
         """Follow the logs that appeared; returns them. With inotify, only when a watched
-        folder said so (or REDISCOVER_S passed): looking through torchrun's folders at every
-        poll cost more than an idle supervisor's other work."""
+        folder said so (or REDISCOVER_WATCHED_S passed): looking through torchrun's folders at
+        every poll cost more than an idle supervisor's other work."""
         watching = self._changes is not None and self._folders_watched
-        if watching and not self._discover_due and now - self._discovered_at < REDISCOVER_S:
+        if watching and not self._discover_due and \
+                now - self._discovered_at < REDISCOVER_WATCHED_S:
             return []
         if not watching and not self._folders_changed(now):
             return []

@@ -38,6 +38,7 @@ from neurotui.sources.steplog import (
     StepLine,
     StepLineParser,
     _may_compile,
+    _maybe_step,
     explain,
     strip_rank_prefix,
 )
@@ -524,7 +525,8 @@ def test_batches_parse_as_lines_do(batch: int) -> None:
 
 def test_every_rule_match_holds_one_of_its_words() -> None:
     """parse_values_many shows a batch only to the rules one of whose words it holds
-    (_RULE_WORDS): every line of every capture that a rule matches must hold one."""
+    (_RULE_WORDS), and a line to a few rules without the screen (_maybe_step) in front:
+    every line of every capture that a rule matches must hold one of each."""
     assert set(_RULE_WORDS) == {rule for _, rule in _DEFAULT_RULES}
     matched = 0
     for name, lines in _capture_lines():
@@ -538,6 +540,7 @@ def test_every_rule_match_holds_one_of_its_words() -> None:
                 if fields is not None:
                     matched += 1
                     assert any(word in text for word in _RULE_WORDS[rule]), (name, rule_name)
+                    assert _maybe_step(text), (name, rule_name)
     assert matched > 400
 
 

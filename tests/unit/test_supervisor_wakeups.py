@@ -6,15 +6,17 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from neurotui.supervisor.core import _next_due
-from neurotui.supervisor.wakeups import SignalWake, exit_descriptor
+from neurotui.supervisor.wakeups import SignalWake, Waits, exit_descriptor
 
 
 def _readable(fd: int, timeout: float) -> bool:
@@ -57,6 +59,38 @@ def test_a_caught_signal_makes_the_wake_socket_readable() -> None:
     finally:
         wake.close()
         signal.signal(signal.SIGUSR1, previous)
+
+
+def test_waits_hands_back_what_each_readable_descriptor_stands_for() -> None:
+    control, client = socket.socketpair()
+    job = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                           stdin=subprocess.PIPE)
+    exit_fd = exit_descriptor(job.pid)
+    waits = Waits()
+    waits.register(control, "control")  # an object with fileno(), as the control socket
+    if exit_fd is not None:
+        waits.register(exit_fd, "exit")  # a bare descriptor, as the pidfd
+    try:
+        started = time.monotonic()
+        assert waits.wait(0.2) == []  # nothing readable: the whole timeout, then nothing
+        assert time.monotonic() - started >= 0.19
+        client.send(b"x")
+        assert waits.wait(5.0) == ["control"]
+        assert waits.wait(0) == ["control"]  # unread: still readable, and 0 does not wait
+        waits.unregister(control)
+        assert waits.wait(0) == []  # no longer waited on
+        if exit_fd is not None:
+            assert job.stdin is not None
+            job.stdin.close()
+            assert waits.wait(10.0) == ["exit"]
+            waits.unregister(exit_fd)
+    finally:
+        job.kill()
+        job.wait()
+        if exit_fd is not None:
+            os.close(exit_fd)
+        control.close()
+        client.close()
 
 
 def test_timed_work_stays_on_one_grid() -> None:
