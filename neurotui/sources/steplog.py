@@ -1372,7 +1372,7 @@ class StepLineParser:
     hostile 64 KiB line still costs milliseconds, not seconds.
     """
 
-    __slots__ = ("_defaults", "_names", "_user_rules")
+    __slots__ = ("_defaults", "_names", "_shapes", "_user_rules")
 
     def __init__(self, patterns: Sequence[str] = (), *, include_defaults: bool = False) -> None:
         if isinstance(patterns, (str, bytes)):
@@ -1380,6 +1380,7 @@ class StepLineParser:
         user = [(pattern, _regex_rule(_compile_user_pattern(pattern))) for pattern in patterns]
         self._user_rules = tuple(rule for _, rule in user)
         self._defaults = include_defaults
+        self._shapes: _ShapeMemo | None = None  # parse_values_many's (made at its first call)
         names = [name for name, _ in user]
         if include_defaults:
             names.extend(name for name, _ in _DEFAULT_RULES)
@@ -1470,6 +1471,13 @@ class StepLineParser:
         return), or None. `defaults`: the built-in rules to try (_default_rules_for);
         `screen`: whether the line goes through _maybe_step before them (False: few rules,
         whose own first tests, for their words, cost less than its dozen)."""
+        found = self._winner(text, rank, values, defaults, screen)
+        return None if found is None else found[0]
+
+    def _winner(self, text: str, rank: int | None, values: bool,
+                defaults: tuple[_Rule, ...] = _ALL_DEFAULT_RULES, screen: bool = True,
+                ) -> tuple[StepLine | StepValues, _Rule, _Fields] | None:
+        """_step_of's record, with the rule that matched and the fields it read."""
         if rank is None and "]:" in text:
             # ``2024-01-02 10:11:12 [rank1]: ...``: the launcher prefix after a time stamp.
             late = _LATE_RANK_RE.match(text)
@@ -1479,13 +1487,13 @@ class StepLineParser:
             fields = rule(text)
             if fields is not None and \
                     (record := _build_step(fields, rank, text, values)) is not None:
-                return record
+                return record, rule, fields
         if self._defaults and (not screen or _maybe_step(text)):
             for rule in defaults:
                 fields = rule(text)
                 if fields is not None and \
                         (record := _build_step(fields, rank, text, values)) is not None:
-                    return record
+                    return record, rule, fields
         return None
 
     def parse_values_many(self, lines: list[str]) -> list[StepValues | CompileLine | None]:
@@ -1498,11 +1506,16 @@ class StepLineParser:
         if "\r" in batch or "\x1b" in batch or _may_compile(batch):
             return [self.parse_values(line) for line in lines]
         records: list[StepValues | CompileLine | None] = []
-        step_of = self._step_of
         defaults = _default_rules_for(batch) if self._defaults else ()
         # Each built-in rule first looks for its own words (_RULE_WORDS), so the screen is
         # only a saving in front of several: no line it would stop can be a step.
         screen = len(defaults) > 2
+        if self._user_rules or not self._defaults:
+            step_of = self._step_of
+        else:
+            if self._shapes is None:
+                self._shapes = _ShapeMemo(self)
+            step_of = self._shapes.step_of
         for line in lines:
             try:
                 if len(line) > MAX_LINE_CHARS:
@@ -1514,6 +1527,99 @@ class StepLineParser:
             except Exception:  # text is untrusted; one odd line must not stop supervision
                 records.append(None)
         return records
+
+
+_SHAPED_RULES = frozenset({_rule_runner, _rule_bert, _rule_plain})
+"""Built-in rules whose every decision and every field depends on a line's shape only (its
+text with each ASCII digit made a 0: what is not a digit, and how many digits each number
+has), never on the digits' values: their regexes take digits as \\d (bounded repeats, no
+digit of their own), and their code compares no value. A line of a shape one of them read
+is read at the same places (_ShapeMemo)."""
+_SHAPE = bytes.maketrans(b"123456789", b"000000000")
+"""On the line's UTF-8 (a bytes translate is a tenth of a str one): the same shape of two
+lines is the same text but for the ASCII digits, so the same places in either."""
+_DIGIT_RUN_RE = re.compile(r"[0-9]+")
+_SHAPES_KEPT = 512
+_SEEN_ONCE: tuple[()] = ()  # a shape seen once: a second line of it is learnt
+_Recipe = tuple[tuple[str, "tuple[int, int] | object"], ...]
+"""Each field a rule read: where in the line (start, end), or its value (no digit in it)."""
+
+
+class _ShapeMemo:
+    """Where a rule read its fields in lines of one shape, for parse_values_many: a step line
+    that differs from an earlier one only in its digits (the step, the loss of a fixed-width
+    format) is read at those places, without the rules (about half a line's parse).
+
+    Learnt at a shape's second line, and only where the rule that matched and every rule
+    tried before it whose words the line holds are in _SHAPED_RULES: a copy of the line with
+    each number's digits made one digit of its own (1s, 2s, ...) is parsed again, and where
+    each field's digits are in it is where the rule reads that field in any line of the
+    shape. tests/unit/test_steplog_public_logs.py holds the records equal to those of the
+    rules on every capture, and on copies of them with other digits."""
+
+    __slots__ = ("_parser", "_recipes")
+
+    def __init__(self, parser: StepLineParser) -> None:
+        self._parser = parser
+        self._recipes: dict[bytes, _Recipe | None] = {}
+
+    def step_of(self, text: str, rank: int | None, values: bool, defaults: tuple[_Rule, ...],
+                screen: bool) -> StepLine | StepValues | None:
+        """StepLineParser._step_of, read by the recipe of the line's shape where one was
+        learnt."""
+        shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
+        recipe = self._recipes.get(shape, _SEEN_ONCE)
+        if recipe:
+            fields = {name: text[at[0]:at[1]] if at.__class__ is tuple else at
+                      for name, at in recipe}
+            record = _build_step(fields, rank, text, values)
+            if record is not None:
+                return record
+        found = self._parser._winner(text, rank, values, defaults, screen)
+        if recipe is not None and not recipe:
+            if len(self._recipes) >= _SHAPES_KEPT:
+                self._recipes.clear()
+            self._recipes[shape] = _SEEN_ONCE if shape not in self._recipes else \
+                self._learn(text, rank, values, defaults, screen, found)
+        return None if found is None else found[0]
+
+    def _learn(self, text: str, rank: int | None, values: bool, defaults: tuple[_Rule, ...],
+               screen: bool, found: tuple[StepLine | StepValues, _Rule, _Fields] | None,
+               ) -> _Recipe | None:
+        """The recipe of `text`'s shape; None where lines of it are to be read by the rules."""
+        if found is None or (rank is None and "]:" in text):
+            return None  # no step; or a rank after a time stamp, read from its digits
+        _, rule, fields = found
+        if rule not in _SHAPED_RULES or any(
+                earlier not in _SHAPED_RULES and any(w in text for w in _RULE_WORDS[earlier])
+                for earlier in _ALL_DEFAULT_RULES[:_ALL_DEFAULT_RULES.index(rule)]):
+            return None
+        runs = list(_DIGIT_RUN_RE.finditer(text))
+        if len(runs) > 9:
+            return None
+        marked = list(text)
+        for k, run in enumerate(runs):
+            marked[run.start():run.end()] = str(k + 1) * (run.end() - run.start())
+        marked_text = "".join(marked)
+        again = self._parser._winner(marked_text, rank, values, defaults, screen)
+        if again is None or again[1] is not rule or again[2].keys() != fields.keys():
+            return None
+        recipe: list[tuple[str, tuple[int, int] | object]] = []
+        for name, value in fields.items():
+            marked_value = again[2][name]
+            if not isinstance(value, str) or _DIGIT_RUN_RE.search(value) is None:
+                if marked_value != value or isinstance(value, (int, float)):
+                    return None
+                recipe.append((name, value))  # None, or words: the same in every line
+                continue
+            if not isinstance(marked_value, str) or marked_text.count(marked_value) != 1:
+                return None
+            start = marked_text.index(marked_value)
+            end = start + len(marked_value)
+            if text[start:end] != value:
+                return None
+            recipe.append((name, (start, end)))
+        return tuple(recipe)
 
 
 def _may_compile(text: str) -> bool:

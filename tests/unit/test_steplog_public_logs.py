@@ -26,6 +26,8 @@ the parser found 98 of its 153 steps (64%) and invented 2.
 from __future__ import annotations
 
 import math
+import random
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -521,6 +523,34 @@ def test_batches_parse_as_lines_do(batch: int) -> None:
             parsed += len(chunk)
             steps += sum(record is not None for record in many)
     assert steps > 400 and parsed > steps
+
+
+def test_lines_of_a_learnt_shape_parse_as_the_rules_read_them() -> None:
+    """parse_values_many reads a line of a shape it learnt (_ShapeMemo: the same text but
+    for its digits) at the places the rule read an earlier one. Each capture's lines come
+    four times with other digits of the same count (steps, losses, ranks, times: every
+    number), after the line itself: the records must be the rules' own."""
+    rng = random.Random(7)
+
+    def other_digits(line: str) -> str:
+        return re.sub(r"[0-9]", lambda _: str(rng.randint(0, 9)), line)
+
+    learnt = parsed = 0
+    parser = StepLineParser.default()
+    made = [("our runner", ["neurotui-runner step=12 rank=3 samples=16 loss=6.9077 dt=0.1234"]),
+            ("plain", ["step 120 loss 2.3456 lr 0.001", "iter 7: loss 4.2301, time 120.52ms"]),
+            ("torch-neuronx", ["(0, 78) step_loss : 9.1875  learning_rate : 1.56e-05"])]
+    for name, lines in [*made, *_capture_lines()]:
+        for line in lines:
+            if not re.search(r"[0-9]", line):
+                continue
+            variants = [line, line, *(other_digits(line) for _ in range(4))]
+            assert parser.parse_values_many(variants) == \
+                [PARSER.parse_values(v) for v in variants], (name, line)
+            parsed += 1
+        learnt = max(learnt, sum(1 for r in parser._shapes._recipes.values() if r))
+    assert parsed > 500
+    assert learnt >= 4  # the memo did read lines (not only the rules): the made ones
 
 
 def test_every_rule_match_holds_one_of_its_words() -> None:
