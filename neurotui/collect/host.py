@@ -72,11 +72,8 @@ class HostSampler:
 
     def _cpu_times(self) -> list[list[float]] | None:
         """Each CPU's time fields in seconds, as psutil.cpu_times(percpu=True) has them."""
-        if self._fds is None:
-            return None
-        try:
-            data = os.pread(self._fds[0], self._READ, 0)
-        except OSError:
+        data = self._read(0)
+        if data is None:
             return None
         cpus = []
         fields = self._fields
@@ -94,11 +91,8 @@ class HostSampler:
     def _memory(self) -> tuple[int, int] | None:
         """(used, total) bytes as psutil.virtual_memory() works them out, where MemAvailable
         gives them (Linux 3.14+); None otherwise (psutil estimates then)."""
-        if self._fds is None:
-            return None
-        try:
-            data = os.pread(self._fds[1], self._READ, 0)
-        except OSError:
+        data = self._read(1)
+        if data is None:
             return None
         total = available = None
         for line in data.split(b"\n"):
@@ -110,6 +104,16 @@ class HostSampler:
         if total is None or not available or available > total:
             return None  # psutil's own estimate (or its MemFree) then
         return total - available, total
+
+    def _read(self, which: int) -> bytes | None:
+        """/proc/stat (0) or /proc/meminfo (1) as it is now, from its start; None where it
+        could not be read."""
+        if self._fds is None:
+            return None
+        try:
+            return os.pread(self._fds[which], self._READ, 0)
+        except OSError:
+            return None
 
     def close(self) -> None:
         if self._fds is not None:

@@ -1576,7 +1576,7 @@ class _ShapeMemo:
             if record is not None:
                 return record
         found = self._parser._winner(text, rank, values, defaults, screen)
-        if recipe is not None and not recipe:
+        if recipe is not None and not recipe:  # () from get(): not seen yet, or seen once
             if len(self._recipes) >= _SHAPES_KEPT:
                 self._recipes.clear()
             self._recipes[shape] = _SEEN_ONCE if shape not in self._recipes else \
