@@ -112,6 +112,14 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
             if state.nodes is not None:
                 print(nodes_line(state.nodes), file=out, flush=True)
             next_print = now + interval_s
+        if ended is None and alive is not None and not alive():
+            # The run may have ended between our read and this check (its last alerts, then
+            # its exit in meta.json): read again, and finish as below, those alerts too.
+            state = model.refresh()
+            ended = model.reader.meta.get("exit")
+            if ended is None:
+                return None
+            print(progress_line(state), file=out, flush=True)
         if ended is not None:
             if isinstance(model.reader, SessionReader):
                 model.reader.poll(final=True)  # a last line without its newline: cut
@@ -120,13 +128,6 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
             problems = model.reader.problems.summary()
             if problems:
                 print(f"neurotui: {problems}", file=out, flush=True)
-            return ended
-        if alive is not None and not alive():
-            # The exit may have been recorded between our read and this check: read again.
-            state = model.refresh()
-            ended = model.reader.meta.get("exit")
-            if ended is not None:
-                print(progress_line(state), file=out, flush=True)
             return ended
         _sleep_until_meta_changes(model.reader.dir / layout.META, min(1.0, interval_s))
 
