@@ -1521,7 +1521,9 @@ class StepLineParser:
                 if len(line) > MAX_LINE_CHARS:
                     records.append(None)
                 else:
-                    rank, text = strip_rank_prefix(line)
+                    # (strip_rank_prefix's own first test, without its call for most lines)
+                    rank, text = strip_rank_prefix(line) if line[:1] in "[\x1b" else \
+                        (None, line)
                     records.append(step_of(text, rank, True, defaults,  # type: ignore[arg-type]
                                            screen))
             except Exception:  # text is untrusted; one odd line must not stop supervision
@@ -1543,6 +1545,44 @@ _SHAPES_KEPT = 512
 _SEEN_ONCE: tuple[()] = ()  # a shape seen once: a second line of it is learnt
 _Recipe = tuple[tuple[str, "tuple[int, int] | object"], ...]
 """Each field a rule read: where in the line (start, end), or its value (no digit in it)."""
+_Reader = tuple[tuple[int, int, int, bool], ...]
+"""A recipe as StepValues' arguments: (argument, start, end, read as a count) for each
+field, where _build_step would only read each field's number (_direct_reader)."""
+_DIRECT_ARGUMENTS = {"step": (0, True), "samples": (1, False), "loss": (2, False),
+                     "throughput": (3, False), "dt": (4, False), "rank": (5, True),
+                     "samples_total": (6, False), "global_batch": (7, False)}
+"""The fields _build_step reads as plain numbers (_count_field's int, _number_field's
+float), by StepValues' argument (its first eight: the bar's are not among them)."""
+_STEP_ARGUMENTS = frozenset({0, 1, 2, 3, 4, 6})  # any of them makes a record (_build_step)
+_Learnt = tuple[_Recipe, "_Reader | None"]
+
+
+def _direct_reader(recipe: _Recipe, text: str) -> _Reader | None:
+    """The recipe of `text`'s shape as a _Reader, None where _build_step does more than
+    read numbers at its places: a field it reads otherwise, a value with no digit, or a
+    number int() or float() would not read as printed (_count_field and _number_field
+    then read it their own way). Whether int() and float() read a piece depends on its
+    characters but for its ASCII digits, which is its shape: so as in `text`, in every
+    line of the shape."""
+    reader: list[tuple[int, int, int, bool]] = []
+    for name, at in recipe:
+        if at is None:
+            continue  # absent in every line of the shape: _build_step skips it too
+        if name not in _DIRECT_ARGUMENTS or at.__class__ is not tuple:
+            return None
+        argument, count = _DIRECT_ARGUMENTS[name]
+        start, end = at  # type: ignore[misc]
+        piece = text[start:end]
+        try:
+            if len(piece) > (32 if count else 64):
+                return None
+            int(piece) if count else float(piece)
+        except ValueError:
+            return None
+        reader.append((argument, start, end, count))
+    if not any(argument in _STEP_ARGUMENTS for argument, *_ in reader):
+        return None  # no figure but a rank or a batch: _build_step finds no step
+    return tuple(reader)
 
 
 class _ShapeMemo:
@@ -1561,26 +1601,40 @@ class _ShapeMemo:
 
     def __init__(self, parser: StepLineParser) -> None:
         self._parser = parser
-        self._recipes: dict[bytes, _Recipe | None] = {}
+        self._recipes: dict[bytes, _Learnt | None] = {}
 
     def step_of(self, text: str, rank: int | None, values: bool, defaults: tuple[_Rule, ...],
                 screen: bool) -> StepLine | StepValues | None:
         """StepLineParser._step_of, read by the recipe of the line's shape where one was
         learnt."""
         shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
-        recipe = self._recipes.get(shape, _SEEN_ONCE)
-        if recipe:
+        learnt = self._recipes.get(shape, _SEEN_ONCE)
+        if learnt:
+            recipe, reader = learnt
+            if reader is not None and values:
+                # _build_step's record, without its fields' dict and its pass over them.
+                arguments: list[int | float | None] = [None] * 8
+                for argument, start, end, count in reader:
+                    piece = text[start:end]
+                    arguments[argument] = int(piece) if count else float(piece)
+                if arguments[5] is None:
+                    arguments[5] = rank
+                return StepValues(*arguments)  # type: ignore[arg-type]
             fields = {name: text[at[0]:at[1]] if at.__class__ is tuple else at
                       for name, at in recipe}
             record = _build_step(fields, rank, text, values)
             if record is not None:
                 return record
         found = self._parser._winner(text, rank, values, defaults, screen)
-        if recipe is not None and not recipe:  # () from get(): not seen yet, or seen once
+        if learnt is not None and not learnt:  # () from get(): not seen yet, or seen once
             if len(self._recipes) >= _SHAPES_KEPT:
                 self._recipes.clear()
-            self._recipes[shape] = _SEEN_ONCE if shape not in self._recipes else \
-                self._learn(text, rank, values, defaults, screen, found)
+            if shape not in self._recipes:
+                self._recipes[shape] = _SEEN_ONCE
+            else:
+                recipe = self._learn(text, rank, values, defaults, screen, found)
+                self._recipes[shape] = None if recipe is None else \
+                    (recipe, _direct_reader(recipe, text))
         return None if found is None else found[0]
 
     def _learn(self, text: str, rank: int | None, values: bool, defaults: tuple[_Rule, ...],

@@ -189,6 +189,8 @@ class _Followed:
     was watched; a read that stopped at _MAX_READ; a log taken over at a mark (resume)."""
     seen: int = 0
     """The file's size at the last look (a read, or a busy wakeup's fstat)."""
+    looks: list[tuple[int, float]] = field(default_factory=list)
+    """What busy wakeups saw of it since the last take: each look's size and stamp (_look)."""
 
     def split(self, chunk: bytes) -> list[bytes]:
         """The complete lines `chunk` (read after what was split before) ends, the rest
@@ -388,9 +390,9 @@ class LogFollower:
     _batch_share: float = BATCH_SHARE_MAX
     _probe_folder: layout.ProbeFolder = field(init=False)
     _polled_probe_logs: int = 0  # logs of probe.step() ranks, read at polls (see there)
-    _deferred: list[tuple[_Followed, int, float]] = field(default_factory=list)
-    """What busy wakeups saw (a log, its size, the stamp), read and taken at the next poll
-    (_look)."""
+    _deferred: list[_Followed] = field(default_factory=list)
+    """The logs busy wakeups saw grow (their `looks`), in the order first seen: read and
+    taken at the next poll (_look)."""
     _batch_lines: int = 0  # lines read in batches, in the second being counted
     _shared_now: int = 0  # of those, lines that came after another of their log in one read
     shared_lines: int = 0
@@ -554,7 +556,9 @@ class LogFollower:
                 # when its last write happened (no later write: the size is from the same
                 # fstat).
                 written_at = status.st_mtime_ns / 1e9
-                deferred.append((target, size, written_at if written_at < now else now))
+                if not target.looks:
+                    deferred.append(target)
+                target.looks.append((size, written_at if written_at < now else now))
 
     def close(self) -> None:
         if self._changes is not None:
@@ -763,14 +767,10 @@ class LogFollower:
         """Read and take what busy wakeups saw (see _look), in the order they saw it: at
         each poll, and by a supervisor leaving."""
         deferred, self._deferred = self._deferred, []
-        if not deferred:
-            return
         # One read per log for all its looks; each line is stamped by the look that first
         # saw it whole.
-        looks: dict[_Followed, list[tuple[int, float]]] = {}
-        for followed, size, stamp in deferred:
-            looks.setdefault(followed, []).append((size, stamp))
-        for followed, seen in looks.items():
+        for followed in deferred:
+            seen, followed.looks = followed.looks, []
             start, last_seen = followed.offset, seen[-1][0]
             try:
                 data = followed.read_chunk(seen[0][1], last_seen)
@@ -799,23 +799,26 @@ class LogFollower:
                            seen: list[tuple[int, float]]) -> None:
         """Whole lines without a carriage return (every step line comes this way), read in
         one go from `start` and each stamped with the first look that saw all of it."""
-        base = start - len(followed.pending)  # where the first line starts in the file
-        raw_lines = followed.split(data)
-        if raw_lines:
+        base = start - len(followed.pending)  # where `whole` starts in the file
+        whole = followed.pending + data
+        cut = whole.rfind(b"\n")
+        if cut >= 0:
+            followed.pending = whole[cut + 1:]
+            # The lines a look saw whole are those whose newline is before its size; the
+            # last look takes the rest (a read cut at _MAX_READ).
             stamps: list[float] = []
-            look, looks = 0, len(seen)
-            end = base
-            in_look = 0
-            for raw in raw_lines:
-                end += len(raw) + 1
-                while look < looks - 1 and seen[look][0] < end:
-                    self._count_shared(in_look)
-                    look, in_look = look + 1, 0
-                stamps.append(seen[look][1])
-                in_look += 1
-            self._count_shared(in_look)
-            text = b"\n".join(raw_lines).decode("utf-8", "replace")
+            at, last = 0, len(seen) - 1
+            for k, (size, stamp) in enumerate(seen):
+                upto = cut + 1 if k == last else min(size - base, cut + 1)
+                if upto > at:
+                    lines = whole.count(b"\n", at, upto)
+                    stamps += [stamp] * lines
+                    self._count_shared(lines)
+                    at = upto
+            text = whole[:cut].decode("utf-8", "replace")
             self._take_lines(followed, text.split("\n"), stamps)
+        else:
+            followed.pending = whole  # a line still being written
         if followed.pending.endswith(b"]"):
             self._take_bar_positions(followed, seen[-1][1])
 

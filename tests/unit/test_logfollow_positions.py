@@ -323,6 +323,38 @@ def test_busy_logs_are_read_in_batches_as_long_as_they_rarely_share_a_read(tmp_p
     writer.close()
 
 
+def test_a_line_read_after_busy_looks_carries_the_first_look_that_saw_it_whole(
+        tmp_path) -> None:
+    """Lines seen by busy wakeups' looks are read and taken at the next poll, each stamped
+    by the first look whose size covered its newline: not by a look that saw only part of
+    it, and a line still being written waits for the look that sees its end. (The looks
+    are given times long past here, so that each stamps with its own, not the log's
+    modification time.)"""
+    session, writer, follower = new_follower(tmp_path)
+    (log,) = _rank_logs(session, 1)
+    follower.poll(time.time())
+
+    def line(step: int) -> str:
+        return f"neurotui-runner step={step} rank=0 samples=16 loss=1.0\n"
+
+    for stamp, text in ((1001.0, line(1) + line(2)[:10]),
+                        (1002.0, line(2)[10:] + line(3)),
+                        (1003.0, line(4) + line(5)[:-1])):
+        log.write(text)
+        log.flush()
+        follower._look([], stamp)
+    follower.take_read()
+    log.write("\n")  # the end of step 5
+    log.flush()
+    follower._look([], 1004.0)
+    follower.take_read()
+    log.close()
+    assert follower.shared_lines == 1  # step 2 came with step 3 in one look
+    steps = steps_of(session, writer)
+    assert dict(zip(steps["step"], steps["t"], strict=True)) == {
+        1: 1001.0, 2: 1002.0, 3: 1002.0, 4: 1003.0, 5: 1004.0}
+
+
 def test_while_busy_the_kernel_is_not_asked_of_each_line_and_is_again_once_calm(
         tmp_path) -> None:
     """Busy logs are looked at on the batch's timer, so the kernel stops saying when each

@@ -535,7 +535,7 @@ def test_lines_of_a_learnt_shape_parse_as_the_rules_read_them() -> None:
     def other_digits(line: str) -> str:
         return re.sub(r"[0-9]", lambda _: str(rng.randint(0, 9)), line)
 
-    learnt = parsed = 0
+    learnt = parsed = direct = 0
     parser = StepLineParser.default()
     made = [("our runner", ["neurotui-runner step=12 rank=3 samples=16 loss=6.9077 dt=0.1234"]),
             ("plain", ["step 120 loss 2.3456 lr 0.001", "iter 7: loss 4.2301, time 120.52ms"]),
@@ -545,12 +545,16 @@ def test_lines_of_a_learnt_shape_parse_as_the_rules_read_them() -> None:
             if not re.search(r"[0-9]", line):
                 continue
             variants = [line, line, *(other_digits(line) for _ in range(4))]
-            assert parser.parse_values_many(variants) == \
-                [PARSER.parse_values(v) for v in variants], (name, line)
+            # By repr: the same figures of the same types (16 is not 16.0 in the session).
+            assert [repr(r) for r in parser.parse_values_many(variants)] == \
+                [repr(PARSER.parse_values(v)) for v in variants], (name, line)
             parsed += 1
-        learnt = max(learnt, sum(1 for r in parser._shapes._recipes.values() if r))
+        recipes = [r for r in parser._shapes._recipes.values() if r]
+        learnt = max(learnt, len(recipes))
+        direct = max(direct, sum(1 for _, reader in recipes if reader is not None))
     assert parsed > 500
     assert learnt >= 4  # the memo did read lines (not only the rules): the made ones
+    assert direct >= 3  # and read some as numbers only (_direct_reader): runner, plain, bert
 
 
 def test_every_rule_match_holds_one_of_its_words() -> None:
