@@ -344,13 +344,14 @@ class Supervisor:
         return restart
 
     def _read_logs(self, until: float, read: Callable[[float], None]) -> bool:
-        """Read what the logs gained (the follower's on_change, or on_batch at a batch's
-        time); True when the tick's work falls due before the next batch of busy logs, and is
-        better done in this wakeup than one of its own."""
+        """Look at what the logs gained (the follower's on_change, or on_batch at a batch's
+        time; the lines are taken at the next poll); True when the tick's work falls due
+        before the next batch of busy logs, and is better done in this wakeup than one of
+        its own."""
         self._guarded("reading the job's logs", read, time.time())
         if (pause := self.follower.pause_s) <= 0:
-            # On disk now, not at the next timed wakeup: the dashboard's next read shows the
-            # step.
+            # A new log's first lines (read as it is found): on disk now, not at the next
+            # timed wakeup.
             self.writer.flush()
             self._next_batch_at = 0.0
             return False

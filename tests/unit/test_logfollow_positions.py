@@ -117,6 +117,9 @@ def test_lines_are_stamped_within_milliseconds_of_their_write(tmp_path) -> None:
             f.flush()
             assert selector.select(timeout=2.0), "the kernel says the log changed"
             follower.on_change(time.time())
+    writer.flush()
+    assert b'"step"' not in (session / layout.EVENTS).read_bytes()  # taken at the poll
+    follower.poll(time.time())
     steps = steps_of(session, writer)
     assert list(steps["step"]) == list(range(1, 21))
     late = steps["t"].to_numpy() - written
@@ -379,6 +382,7 @@ def test_while_busy_the_kernel_is_not_asked_of_each_line_and_is_again_once_calm(
     logs[3].write("neurotui-runner step=200 rank=3 samples=16 loss=1.0\n")
     assert selector.select(timeout=2.0)  # watched again
     follower.on_change(time.time())
+    follower.poll(time.time() + 0.5)  # takes what the change's look saw
     for log in logs:
         log.close()
     steps = steps_of(session, writer)
@@ -391,8 +395,9 @@ def test_while_busy_the_kernel_is_not_asked_of_each_line_and_is_again_once_calm(
 
 def test_polls_leave_watched_logs_to_the_kernel_but_take_what_a_full_read_left(
         tmp_path, monkeypatch) -> None:
-    """With inotify, a poll does not read a watched log again (on_change reads it as it
-    changes); it does read what a read stopped at the size limit left behind."""
+    """With inotify, a poll reads a watched log only as far as the kernel said it changed
+    (on_change's looks), each line stamped by the look that saw it whole; a read stops at
+    the size limit, and what it left is taken at the next take, with its looks' stamps."""
     monkeypatch.setattr("neurotui.supervisor.logfollow._MAX_READ", 64)
     session, writer, follower = new_follower(tmp_path)
     selector = _watching(follower)
@@ -408,7 +413,10 @@ def test_polls_leave_watched_logs_to_the_kernel_but_take_what_a_full_read_left(
     with open(session / layout.LAUNCHER_LOG, "a", encoding="utf-8") as f:
         f.write(line.format(2) + line.format(3))  # more than one read takes
     assert selector.select(timeout=2.0)
-    follower.on_change(4.0)  # reads 64 bytes: step 2
-    follower.poll(5.0)  # the rest: step 3
+    follower.on_change(4.0)
+    follower.poll(5.0)  # 64 bytes a read, two takes: steps 1 and 2
+    writer.flush()
+    assert b'"step":3' not in (session / layout.EVENTS).read_bytes()
+    follower.poll(6.0)  # the rest: step 3
     steps = steps_of(session, writer)
-    assert list(steps["step"]) == [1, 2, 3] and list(steps["t"]) == [3.0, 4.0, 5.0]
+    assert list(steps["step"]) == [1, 2, 3] and list(steps["t"]) == [3.0, 4.0, 4.0]
