@@ -185,6 +185,8 @@ class _Followed:
     freed: int = 0  # a spool file's bytes up to here were given back (spool.punch_hole)
     changes: int = 0  # times the kernel said it changed, in the second being counted
     watched: bool = False  # the kernel says when it changes (inotify): no need to poll it
+    timed: bool = False
+    """Looked at on the batch's timer, while busy; the kernel's watch on it removed."""
     behind: bool = True
     """More may wait than the kernel will say: a new log's first lines, written before it
     was watched; a read that stopped at _MAX_READ; a log taken over at a mark (resume)."""
@@ -389,6 +391,7 @@ class LogFollower:
     _batch_s: float = BATCH_MIN_S
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
     _batch_share: float = BATCH_SHARE_MAX
+    _timed: list[_Followed] = field(default_factory=list)  # see _Followed.timed, _retime
     _probe_folder: layout.ProbeFolder = field(init=False)
     _polled_probe_logs: int = 0  # logs of probe.step() ranks, read at polls (see there)
     _deferred: list[_Followed] = field(default_factory=list)
@@ -468,29 +471,27 @@ class LogFollower:
         if self._changes is None:
             return
         self._count_changes(now)
-        changed = self._changes.changed()
+        for target in self._changes.changed():
+            if target.__class__ is _Followed:
+                target.changes += 1  # type: ignore[union-attr]
+                self._note_change(target, now)  # type: ignore[arg-type]
+            else:
+                self._discover_due = True  # a new log, or a folder one will be in
         if self._busy:
-            self._look(changed, now)
-        else:
-            for target in changed:
-                if target.__class__ is _Followed:
-                    target.changes += 1  # type: ignore[union-attr]
-                    self._note_change(target, now)  # type: ignore[arg-type]
-                else:
-                    self._discover_due = True  # a new log, or a folder one will be in
+            self._look(now)  # awake anyway
         if self._discover_due:
             for followed in self._discover(now):  # lines written before it was watched
                 followed.behind = self._read(followed, now)
 
     def on_batch(self, now: float) -> None:
-        """A batch's time came (pause_s after the last read, while busy): look at the logs.
-        The kernel says nothing of them while busy (_set_busy), and its fd, readable only
-        for a new folder or log then, is not read here: on_change does when it is."""
+        """A batch's time came (pause_s after the last read, while busy): look at the timed
+        logs. The kernel says nothing of them (_retime), and its fd, readable for a quiet
+        log, a new folder or log then, is not read here: on_change does when it is."""
         if self._changes is None:
             return
         self._count_changes(now)
         if self._busy:
-            self._look([], now)
+            self._look(now)
 
     def _note_change(self, followed: _Followed, now: float) -> None:
         """`followed`'s size, stamped `now`: the kernel just said it changed, so its new
@@ -512,8 +513,8 @@ class LogFollower:
             # logs changed, so busy logs stay batched.
             counts = [followed.changes for followed in self._files.values()]
             busy = sum(counts) > BUSY_CHANGES_PER_S
-            if busy != self._busy:
-                self._set_busy(busy, now)
+            if busy or self._busy:
+                self._retime(busy, now)
             self._batched |= self._busy
             per_s = max(counts, default=0) / (now - self._counting_since)
             if self._shared_now > SHARED_LINES_MAX * self._batch_lines:
@@ -527,39 +528,42 @@ class LogFollower:
                 followed.changes = 0
             self._counting_since = now
 
-    def _set_busy(self, busy: bool, now: float) -> None:
-        """Busy: the kernel no longer says when each followed log changes (a record a line
-        to read, and to make in the writing rank); they are looked at on the batch's timer
-        instead (_look). No longer busy: watched again, then looked at, which finds what
-        came since the last look."""
+    def _retime(self, busy: bool, now: float) -> None:
+        """Each second while the logs are busy: a log that changed in the last one is looked
+        at on the batch's timer (_look) and the kernel no longer says when it changes (a
+        record a line to read, and to make in the writing rank); one that did not (a rank's
+        quiet stderr.log, half of torchrun's logs) is watched again, so that the timer's
+        looks are only of logs with lines to find. Calm again: every log is watched again.
+        A log watched again is looked at once, which finds what came since its last look."""
         self._busy = busy
         assert self._changes is not None
-        looked = [f for f in self._files.values() if f.watched]
-        for followed in looked:
-            if busy:
+        calmed: list[_Followed] = []
+        for followed in self._files.values():
+            if not followed.watched:
+                continue  # read at polls
+            if busy and followed.changes and not followed.timed:
                 self._changes.unwatch(followed)
-            elif not self._changes.watch(followed.path, followed):
-                followed.watched = False  # no watches left: polled (timing says so)
-                self._unwatched += 1
-        if not busy:
-            self._look([], now)
-            self.take_read()
+                followed.timed = True
+                self._timed.append(followed)
+            elif followed.timed and not (busy and followed.changes):
+                followed.timed = False
+                calmed.append(followed)
+                if not self._changes.watch(followed.path, followed):
+                    followed.watched = False  # no watches left: polled (timing says so)
+                    self._unwatched += 1
+        if calmed:
+            self._timed = [f for f in self._timed if f.timed]
+            self._look(now, calmed)
 
-    def _look(self, changed: list[_Followed | Path], now: float) -> None:
-        """While busy (read in batches): each followed log's size and modification time
-        only, noted for the next poll, which reads and takes (parses, records) all of a
-        poll's pieces in one go, each with the stamp of the look that first saw it
-        (take_read). The supervisor then wakes for one system call per log, not for a read
-        and Python's whole handling of each line. `changed`: what the kernel said changed
-        (folders: a new log, or a folder one will be in)."""
-        for target in changed:
-            if target.__class__ is not _Followed:
-                self._discover_due = True
+    def _look(self, now: float, logs: list[_Followed] | None = None) -> None:
+        """While busy (read in batches): each timed log's size and modification time only
+        (or those of `logs`), noted for the next poll, which reads and takes (parses,
+        records) all of a poll's pieces in one go, each with the stamp of the look that
+        first saw it (take_read). The supervisor then wakes for one system call per log,
+        not for a read and Python's whole handling of each line."""
         # Once per log per wakeup, dozens of times each: the fstat inline, not status().
         fstat, deferred = os.fstat, self._deferred
-        for target in self._files.values():
-            if not target.watched:
-                continue  # read at polls
+        for target in self._timed if logs is None else logs:
             try:
                 status = fstat(target.fd) if target.fd is not None else target.status()
             except OSError:
@@ -567,7 +571,7 @@ class LogFollower:
             size = status.st_size
             if size > target.seen:
                 target.seen = size
-                target.changes += 1  # (the kernel says no more while busy: see _set_busy)
+                target.changes += 1  # (the kernel says no more of a timed log: _retime)
                 # A line seen now may have been written a batch ago, and stamping it now
                 # would round every step time to whole batch periods (100 ms steps read
                 # every 26 ms come out 104). The kernel's modification time of the log is
@@ -649,6 +653,9 @@ class LogFollower:
                     self._changes is not None:
                 self._changes.unwatch(followed)
                 followed.watched = False
+                if followed.timed:
+                    followed.timed = False
+                    self._timed.remove(followed)
                 followed.behind = True  # what it gained since its last read: at this poll
                 self._polled_probe_logs += 1
 
@@ -763,10 +770,7 @@ class LogFollower:
         if rank in self._probed_ranks:
             self._polled_probe_logs += 1  # read at polls (_poll_probed_logs)
             return followed
-        if self._busy:
-            followed.watched = True  # looked at on the batch's timer (_set_busy)
-            return followed
-        followed.watched = self._changes.watch(path, followed)
+        followed.watched = self._changes.watch(path, followed)  # timed if busy (_retime)
         self._unwatched += not followed.watched
         return followed
 

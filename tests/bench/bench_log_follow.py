@@ -1,9 +1,12 @@
 """Log-parsed step times at many ranks: the supervisor's cost, and how true the stamps are.
 
-A job of 32 rank processes writes step lines, 10 a second each, into torchrun's per-rank log
-layout, and notes when it wrote each line (its own clock, the truth). The lines are our
-runner's (the cheapest to parse) and a plain `step N loss X` (an unmodified script's). Under
-the real `neurotui run --headless` (host and process telemetry each second), measured:
+A job of 32 ranks writes step lines, 10 a second each, and notes when it wrote each line (its
+own clock, the truth). The ranks are started by a real torchrun, which writes each one's
+stdout and stderr to logs of their own and repeats them on its console, as in the jobs users
+run; and, to compare, by a plain parent process writing into torchrun's log layout itself
+(stdout logs only). The lines are our runner's and a plain `step N loss X` (an unmodified
+script's). Under the real `neurotui run --headless` (host and process telemetry each second),
+measured:
 
 1. the supervisor's CPU while the job writes, as a share of one core (issue #12's target: at
    most 0.5% at 32 ranks x 10 lines/s);
@@ -48,41 +51,44 @@ LINES = {
 }
 
 # Each rank is a process of its own, as torchrun's are: the supervisor samples each one's CPU
-# and memory every second, as it would a real job's.
+# and memory every second, as it would a real job's. Under torchrun a rank prints (torchrun
+# sends its stdout to its log); otherwise it writes into torchrun's layout itself.
 RANK = textwrap.dedent("""
     import json, os, sys, time
-    rank, rate, seconds, start, line, root, truth = sys.argv[1:]
-    rank, rate, seconds, start = int(rank), float(rate), float(seconds), float(start)
-    os.makedirs(os.path.join(root, str(rank)), exist_ok=True)
-    f = open(os.path.join(root, str(rank), "stdout.log"), "a", buffering=1)
+    rate, seconds, start, line, truth = sys.argv[1:6]
+    rate, seconds, start = float(rate), float(seconds), float(start)
+    if len(sys.argv) > 6:  # the plain parent's: rank, and torchrun's log folder
+        rank, root = int(sys.argv[6]), sys.argv[7]
+        os.makedirs(os.path.join(root, str(rank)), exist_ok=True)
+        f = open(os.path.join(root, str(rank), "stdout.log"), "a", buffering=1)
+        ranks = int(os.environ["BENCH_RANKS"])
+    else:
+        rank, ranks, f = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), sys.stdout
     written = []
-    ranks = int(os.environ["BENCH_RANKS"])
     for i in range(int(seconds * rate)):
         due = start + i / rate + rank / (rate * ranks)  # ranks staggered, as they drift
         time.sleep(max(0.0, due - time.time()))
         f.write(line.format(step=i + 1, rank=rank) + "\\n")
+        f.flush()
         written.append((rank, i + 1, time.time()))
-    json.dump(written, open(truth, "w"))
+    json.dump(written, open(f"{truth}.{rank}", "w"))
 """)
 
 JOB = textwrap.dedent("""
-    import json, os, subprocess, sys, time
-    ranks, rate, seconds, line, rank_script = sys.argv[1:6]
-    truth = sys.argv[6]
+    import os, subprocess, sys
+    ranks, rank_script, *rank_args = sys.argv[1:]
     # Where torchrun's --log-dir points: the spool in memory (or the session's logs/).
     logs = os.environ.get("NEUROTUI_SPOOL") or os.path.join(os.environ["NEUROTUI_SESSION"], "logs")
     root = os.path.join(logs, "torchrun", "bench", "attempt_0")
-    start = time.time() + 3.0  # every rank started
     env = {**os.environ, "BENCH_RANKS": ranks}
-    procs = [subprocess.Popen([sys.executable, rank_script, str(r), rate, seconds, str(start),
-                               line, root, f"{truth}.{r}"], env=env)
+    procs = [subprocess.Popen([sys.executable, rank_script, *rank_args, str(r), root], env=env)
              for r in range(int(ranks))]
-    written = []
-    for r, p in enumerate(procs):
+    for p in procs:
         p.wait()
-        written.extend(json.load(open(f"{truth}.{r}")))
-    json.dump(written, open(truth, "w"))
 """)
+LEAD_S = {"processes": 3.0, "torchrun": 15.0}
+"""From the command to the ranks' first line: every rank started (torchrun imports torch, on a
+2-core machine beside 32 starting ranks)."""
 
 
 IDLE_LOOP = textwrap.dedent("""
@@ -126,7 +132,7 @@ def run_time_s(pid: int) -> float | None:
 
 
 def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
-        lines: str = "runner") -> dict[str, float]:
+        lines: str = "runner", launcher: str = "torchrun") -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.py"
         job.write_text(JOB)
@@ -134,11 +140,14 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         rank_script.write_text(RANK)
         truth = Path(tmp) / "truth.json"
         sessions = Path(tmp) / "sessions"
+        start = time.time() + LEAD_S[launcher]
+        rank_args = [str(rate), str(seconds), str(start), LINES[lines], str(truth)]
+        command = [str(Path(sys.executable).with_name("torchrun")), "--nproc-per-node",
+                   str(ranks), str(rank_script), *rank_args] if launcher == "torchrun" else \
+            [sys.executable, str(job), str(ranks), str(rank_script), *rank_args]
         proc = subprocess.Popen(
             [sys.executable, "-m", "neurotui", "--sessions-dir", str(sessions), "run",
-             "--headless", "--interval", "60", "--no-auto-probe", "--", sys.executable,
-             str(job), str(ranks), str(rate), str(seconds), LINES[lines], str(rank_script),
-             str(truth)],
+             "--headless", "--interval", "60", "--no-auto-probe", "--", *command],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, "NEUROTUI_LOG_WATCH": "1" if watch else "0"})
         deadline = time.time() + 30
@@ -151,7 +160,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
             time.sleep(0.1)
         assert session is not None, "the supervisor did not start"
         supervisor = psutil.Process(meta["supervisor_pid"])
-        time.sleep(5.0)  # past start-up (the ranks' first lines at 3 s): the steady cost
+        time.sleep(max(0.0, start + 2.0 - time.time()))  # the ranks' steady output
         cpu0, t0 = supervisor.cpu_times(), time.time()
         run0 = run_time_s(supervisor.pid)
         switches0 = supervisor.num_ctx_switches().voluntary
@@ -163,7 +172,8 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         proc.wait(timeout=seconds + 120)
         tick_share = ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (t1 - t0)
         share = tick_share if run0 is None or run1 is None else (run1 - run0) / (t1 - t0)
-        written = {(r, s): t for r, s, t in json.loads(truth.read_text())}
+        written = {(r, s): t for rank in range(ranks)
+                   for r, s, t in json.loads(Path(f"{truth}.{rank}").read_text())}
         stamped = {}
         for line in (session / "events.jsonl").read_text().splitlines():
             e = json.loads(line)
@@ -194,20 +204,26 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=40.0)
     p.add_argument("--lines", default="runner,plain",
                    help=f"the step lines' shapes, of {', '.join(LINES)}")
+    p.add_argument("--launchers", default="torchrun,processes",
+                   help="what starts the ranks: a real torchrun (each rank's stdout and stderr "
+                   "logs, its console), and/or a plain parent writing stdout logs")
     args = p.parse_args()
     ok = True
-    cases = [(args.ranks, args.rate, True, shape) for shape in args.lines.split(",")]
-    cases += [(args.ranks, args.rate, False, "runner"), (2, 20.0, True, "runner"),
-              (2, 20.0, False, "runner")]
-    for ranks, rate, watch, shape in cases:
-        figures = run(ranks, rate, args.seconds, watch=watch, lines=shape)
+    launchers = args.launchers.split(",")
+    cases = [(args.ranks, args.rate, True, shape, launcher) for launcher in launchers
+             for shape in args.lines.split(",")]
+    cases += [(args.ranks, args.rate, False, "runner", launchers[0]),
+              (2, 20.0, True, "runner", launchers[0]), (2, 20.0, False, "runner", launchers[0])]
+    for ranks, rate, watch, shape, launcher in cases:
+        figures = run(ranks, rate, args.seconds, watch=watch, lines=shape, launcher=launcher)
         anchor = idle_loop_share(figures["wakeups_per_s"])
         # One fstat a line: the least that stamps every line by its log's write time.
         looks = round(ranks * rate / figures["wakeups_per_s"]) if watch else 0
         floor = idle_loop_share(figures["wakeups_per_s"], looks=looks)
         truth = 1.0 / rate
         error = abs(figures["step_median_s"] / truth - 1)
-        print(f"{ranks} ranks x {rate:g} {shape} lines/s ({figures['method']}): supervisor "
+        print(f"{launcher}: {ranks} ranks x {rate:g} {shape} lines/s ({figures['method']}): "
+              f"supervisor "
               f"{figures['cpu_share']:.2%} of one core (by clock ticks "
               f"{figures['tick_share']:.2%}, {figures['system_share']:.2%} in the kernel), "
               f"{figures['wakeups_per_s']:.1f} wakeups/s (an idle Python loop waking "

@@ -336,6 +336,7 @@ def test_a_line_read_after_busy_looks_carries_the_first_look_that_saw_it_whole(
     session, writer, follower = new_follower(tmp_path)
     (log,) = _rank_logs(session, 1)
     follower.poll(time.time())
+    logs = list(follower._files.values())  # (looked at as a busy wakeup would)
 
     def line(step: int) -> str:
         return f"neurotui-runner step={step} rank=0 samples=16 loss=1.0\n"
@@ -345,11 +346,11 @@ def test_a_line_read_after_busy_looks_carries_the_first_look_that_saw_it_whole(
                         (1003.0, line(4) + line(5)[:-1])):
         log.write(text)
         log.flush()
-        follower._look([], stamp)
+        follower._look(stamp, logs)
     follower.take_read()
     log.write("\n")  # the end of step 5
     log.flush()
-    follower._look([], 1004.0)
+    follower._look(1004.0, logs)
     follower.take_read()
     log.close()
     assert follower.shared_lines == 1  # step 2 came with step 3 in one look
@@ -391,6 +392,38 @@ def test_while_busy_the_kernel_is_not_asked_of_each_line_and_is_again_once_calm(
     assert t[(3, 200)] - written_calm < 0.05  # read when written
     busy_steps = steps[steps["step"] < 100]
     assert len(busy_steps) == 8 * busy_steps["step"].max()  # every line of every log
+
+
+def test_while_busy_only_logs_that_changed_are_looked_at_on_the_timer(tmp_path) -> None:
+    """torchrun writes each rank's stdout and stderr to a log of its own, and only one of
+    them is busy in most jobs. While busy, the batch's looks are of the logs that changed
+    in the last second; a quiet log stays watched by the kernel, so its line wakes the
+    supervisor and is stamped then, and once quiet again a timed log is watched again."""
+    session, writer, follower = new_follower(tmp_path)
+    logs = _rank_logs(session, 8)
+    quiet = [Path(log.name).with_name("stderr.log") for log in logs]
+    for path in quiet:
+        path.write_text("")
+    follower.poll(time.time())
+    _write_busily(follower, logs, 2.3, lines=1)
+    assert follower.pause_s > 0  # busy
+    timed = {f.path for f in follower._timed}
+    assert timed == {Path(log.name) for log in logs}
+    assert all(follower._files[path].watched for path in quiet)
+    selector = _watching(follower)
+    written = time.time()
+    with open(quiet[5], "a", encoding="utf-8") as f:
+        f.write("neurotui-runner step=1000 rank=5 samples=16 loss=1.0\n")
+    assert selector.select(timeout=2.0)  # the kernel said so
+    follower.on_change(time.time())
+    follower.poll(time.time())
+    _write_busily(follower, logs[:6], 2.3, lines=1)  # the other two fall quiet
+    assert {f.path for f in follower._timed} == {Path(log.name) for log in logs[:6]}
+    for log in logs:
+        log.close()
+    steps = steps_of(session, writer)
+    late = steps[steps["step"] == 1000]["t"].to_numpy() - written
+    assert len(late) == 1 and 0 <= late[0] < 0.05
 
 
 def test_polls_leave_watched_logs_to_the_kernel_but_take_what_a_full_read_left(
