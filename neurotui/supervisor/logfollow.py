@@ -183,7 +183,7 @@ class _Followed:
     copy: spool.Copy | None = None
     """Where a spool file's bytes go in the session (None: `path` is in the session)."""
     freed: int = 0  # a spool file's bytes up to here were given back (spool.punch_hole)
-    changes: int = 0  # times the kernel said it changed, in the second being counted
+    changes: int = 0  # times it was seen changed (kernel, look), in the second being counted
     watched: bool = False  # the kernel says when it changes (inotify): no need to poll it
     timed: bool = False
     """Looked at on the batch's timer, while busy; the kernel's watch on it removed."""
@@ -191,9 +191,10 @@ class _Followed:
     """More may wait than the kernel will say: a new log's first lines, written before it
     was watched; a read that stopped at _MAX_READ; a log taken over at a mark (resume)."""
     seen: int = 0
-    """The file's size at the last look (a read, or a busy wakeup's fstat)."""
+    """The file's size at the last look (a read, or a look's fstat)."""
     looks: list[tuple[int, float]] = field(default_factory=list)
-    """What busy wakeups saw of it since the last take: each look's size and stamp (_look)."""
+    """What looks saw of it since the last take (_note_change, _look): each one's size and
+    stamp."""
 
     def split(self, chunk: bytes) -> list[bytes]:
         """The complete lines `chunk` (read after what was split before) ends, the rest
@@ -395,8 +396,8 @@ class LogFollower:
     _probe_folder: layout.ProbeFolder = field(init=False)
     _polled_probe_logs: int = 0  # logs of probe.step() ranks, read at polls (see there)
     _deferred: list[_Followed] = field(default_factory=list)
-    """The logs busy wakeups saw grow (their `looks`), in the order first seen: read and
-    taken at the next poll (_look)."""
+    """The logs looks saw grow (their `looks`), in the order first seen: read and taken at
+    the next poll (take_read)."""
     _batch_lines: int = 0  # lines read in batches, in the second being counted
     _shared_now: int = 0  # of those, lines that came after another of their log in one read
     shared_lines: int = 0
@@ -787,7 +788,7 @@ class LogFollower:
         return followed.offset - before >= _MAX_READ
 
     def take_read(self) -> None:
-        """Read and take what busy wakeups saw (see _look), in the order they saw it: at
+        """Read and take what looks saw (_note_change, _look), in the order they saw it: at
         each poll, and by a supervisor leaving."""
         deferred, self._deferred = self._deferred, []
         # One read per log for all its looks; each line is stamped by the look that first
