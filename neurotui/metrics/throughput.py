@@ -36,7 +36,9 @@ def _rank_rate(t: np.ndarray, samples_covered: np.ndarray, step_time: np.ndarray
     The samples after its first row over the time they took, so the figure is right from
     the first seconds of a run and with slow or sparse steps; once the rank has been silent
     for longer than its usual step interval, the silence counts too, so a stall drags the
-    figure down to 0. A lone row: its samples over its step time, or the time since it.
+    figure down to 0. A lone row: its samples over its step time, or the time since it;
+    None when its step time is unknown (a rank's first step, where no time was printed):
+    not yet a rate, and not a stall.
     """
     if np.isnan(samples_covered).all():
         return None
@@ -46,7 +48,7 @@ def _rank_rate(t: np.ndarray, samples_covered: np.ndarray, step_time: np.ndarray
         return float(np.nansum(samples_covered[1:])) / span if span > 0 else 0.0
     seconds, per_step = positive(step_time[0]), finite_or_none(samples[0])
     if seconds is None or per_step is None:
-        return 0.0
+        return None
     return per_step / max(seconds, now - float(t[0]))
 
 
