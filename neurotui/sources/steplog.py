@@ -1548,12 +1548,19 @@ _Recipe = tuple[tuple[str, "tuple[int, int] | object"], ...]
 _Reader = tuple[tuple[int, int, int, bool], ...]
 """A recipe as StepValues' arguments: (argument, start, end, read as a count) for each
 field, where _build_step would only read each field's number (_direct_reader)."""
-_DIRECT_ARGUMENTS = {"step": (0, True), "samples": (1, False), "loss": (2, False),
-                     "throughput": (3, False), "dt": (4, False), "rank": (5, True),
-                     "samples_total": (6, False), "global_batch": (7, False)}
-"""The fields _build_step reads as plain numbers (_count_field's int, _number_field's
-float), by StepValues' argument (its first eight: the bar's are not among them)."""
-_STEP_ARGUMENTS = frozenset({0, 1, 2, 3, 4, 6})  # any of them makes a record (_build_step)
+_STEP_VALUES_FIELDS = tuple(f.name for f in dataclasses.fields(StepValues))
+_DIRECT_COUNTS = {"step": True, "rank": True, "samples": False, "loss": False,
+                  "throughput": False, "dt": False, "samples_total": False,
+                  "global_batch": False}
+"""The fields _build_step reads as plain numbers: as a count (_count_field's int) or not
+(_number_field's float). The bar's fields are not among them."""
+_DIRECT_ARGUMENTS = {name: (_STEP_VALUES_FIELDS.index(name), count)
+                     for name, count in _DIRECT_COUNTS.items()}
+"""Each of those fields' place among StepValues' arguments, and whether it is a count."""
+_RANK_ARGUMENT = _STEP_VALUES_FIELDS.index("rank")
+_STEP_ARGUMENTS = frozenset(_STEP_VALUES_FIELDS.index(name) for name in (
+    "step", "samples", "loss", "throughput", "dt", "samples_total"))
+"""Any of these makes a record (_build_step's test); a rank or a batch alone does not."""
 _Learnt = tuple[_Recipe, "_Reader | None"]
 
 
@@ -1613,12 +1620,12 @@ class _ShapeMemo:
             recipe, reader = learnt
             if reader is not None and values:
                 # _build_step's record, without its fields' dict and its pass over them.
-                arguments: list[int | float | None] = [None] * 8
+                arguments: list[int | float | None] = [None] * len(_STEP_VALUES_FIELDS)
                 for argument, start, end, count in reader:
                     piece = text[start:end]
                     arguments[argument] = int(piece) if count else float(piece)
-                if arguments[5] is None:
-                    arguments[5] = rank
+                if arguments[_RANK_ARGUMENT] is None:
+                    arguments[_RANK_ARGUMENT] = rank
                 return StepValues(*arguments)  # type: ignore[arg-type]
             fields = {name: text[at[0]:at[1]] if at.__class__ is tuple else at
                       for name, at in recipe}
