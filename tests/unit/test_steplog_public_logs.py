@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.sources import steplog as steplog_module
 from neurotui.sources.steplog import (
     _DEFAULT_RULES,
     _RULE_WORDS,
@@ -555,6 +556,39 @@ def test_lines_of_a_learnt_shape_parse_as_the_rules_read_them() -> None:
     assert parsed > 500
     assert learnt >= 4  # the memo did read lines (not only the rules): the made ones
     assert direct >= 3  # and read some as numbers only (_direct_reader): runner, plain, bert
+
+
+def test_a_batch_of_learnt_lines_skips_the_batch_screens_and_a_mixed_one_reads_as_one_by_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """parse_values_many reads a line of a shape it learnt as numbers (_direct_reader) before
+    any batch screen: a batch of only such lines never joins or screens (its words are not
+    looked for), and a batch that mixes them with lines the screens are for (a compile line,
+    a bar's carriage returns, colour codes, a rank prefix, a line too long) gives each line
+    the record parse_values gives it alone."""
+    parser = StepLineParser.default()
+    learn = [f"step {n} loss 2.{n}456 lr 0.001" for n in range(100, 104)]
+    assert [repr(r) for r in parser.parse_values_many(learn)] == \
+        [repr(PARSER.parse_values(line)) for line in learn]
+    mixed = ["step 105 loss 2.1456 lr 0.001",
+             "..........Compiler status PASS",
+             "[1]:step 106 loss 2.2456 lr 0.001",
+             "step 107 loss 2.3456 lr 0.001\rstep 108 loss 2.4456 lr 0.001",
+             "\x1b[32mstep 109 loss 2.5456 lr 0.001\x1b[0m",
+             "step 110 loss 2.6456 lr 0.001 " + "x" * 20_000,
+             "step 111 loss nan lr 0.001",
+             "step 112 loss 2.8456 lr 0.001"]
+    assert [repr(r) for r in parser.parse_values_many(mixed)] == \
+        [repr(PARSER.parse_values(line)) for line in mixed]
+
+    def no_screen(*_: object) -> None:
+        raise AssertionError("a batch of learnt lines was screened")
+
+    monkeypatch.setattr(steplog_module, "_default_rules_for", no_screen)
+    monkeypatch.setattr(steplog_module, "_may_compile", no_screen)
+    learnt = [f"step {n} loss 3.{n}456 lr 0.001" for n in range(200, 210)]
+    records = parser.parse_values_many(learnt)
+    assert [(r.step, r.loss) for r in records] == [(n, float(f"3.{n}456"))  # type: ignore[union-attr]
+                                                   for n in range(200, 210)]
 
 
 def test_every_rule_match_holds_one_of_its_words() -> None:
