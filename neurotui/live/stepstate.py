@@ -69,6 +69,12 @@ class RankRecent:
         return self._median
 
 
+SLICED_PASSES_MAX = 4096
+"""At most this many passes over a rank (ranks x chunks) for a big batch taken in time-ordered
+slices (StepState.add): 32 ranks x 29 chunks for an attach to 3 M steps of a node; a pass
+costs about what gathering 10 k rows into rank order does."""
+
+
 class StepState:
     def __init__(self, started_at: float | None, recent: int = RECENT,
                  warmup_steps: int = metrics.DEFAULT_WARMUP_STEPS) -> None:
@@ -126,14 +132,24 @@ class StepState:
         if len(fresh) <= chunk:
             self._ingest(fresh)
         else:
-            # A big batch (an attach) in chunks of whole ranks where it can: each chunk's
-            # work is per rank, and time-ordered chunks of a job of thousands of ranks would
-            # pass every rank in every chunk (120 k passes for 2,048 ranks and 6 M rows).
-            order = np.argsort(_group_key(fresh), kind="stable")
-            for start in range(0, len(fresh), chunk):
-                self._ingest(fresh.rows(order[start:start + chunk]))
+            self._ingest_in_chunks(fresh, chunk)
         self.breakdown.stage(None)  # unclaimed phase rows (of rows left out) go
         self.rows += len(fresh)
+
+    def _ingest_in_chunks(self, fresh: Columns, chunk: int) -> None:
+        """A big batch (an attach). Each chunk's work is per rank: time-ordered chunks
+        (slices: no copy) pass every rank in every chunk, which a node's few ranks can
+        afford; a job of thousands could not (120 k passes for 2,048 ranks and 6 M rows), and
+        goes in chunks of whole ranks, though gathering them copies every row (a quarter of
+        a second of an attach to 3 M steps of 32 ranks)."""
+        key = _group_key(fresh)
+        if len(distinct_ints(key)) * -(-len(fresh) // chunk) <= SLICED_PASSES_MAX:
+            for start in range(0, len(fresh), chunk):
+                self._ingest(fresh.rows(slice(start, start + chunk)))
+            return
+        order = np.argsort(key, kind="stable")
+        for start in range(0, len(fresh), chunk):
+            self._ingest(fresh.rows(order[start:start + chunk]))
 
     def _new_rows(self, df: Columns) -> Columns:
         """Rows after their rank's last row taken."""

@@ -490,11 +490,7 @@ class SessionReader:
         except (OSError, ValueError, KeyError, IndexError):
             return 0  # the files disagree with the index after all: read them instead
         self._go_on_from(read)
-        t = read.steps["t"]
-        if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):  # appended: late lines
-            read.steps = read.steps.rows(np.argsort(t, kind="stable"))
-        del t
-        self._steps = read.steps
+        self._steps = read.steps = _in_time_order(read.steps)  # appended: late lines
         self._phases = _phases_in_time_order(read.phases) if read.phases.columns else None
         # The cache's kind codes follow its own list: translate them to this version's.
         codes = np.array([_KIND_CODE[k] for k in read.kinds] or [0], dtype="int8")
@@ -1092,15 +1088,34 @@ def _merge_in_time_order(table: Columns, chunk: Columns) -> Columns:
     return Columns.concat([table.rows(slice(None, start)), tail])
 
 
+def _in_time_order(table: Columns) -> Columns:
+    """`table` in time order, as a stable sort by "t": the rows before the first that is out
+    of order (a cache the keeper appended to: every append's rows after the earlier ones')
+    stay where they are up to the earliest time after them, and only the rest is sorted.
+    Sorting a 3 M-step cache whole (all its columns gathered) took a quarter of a second of
+    an attach; an append overlaps the rows before it by seconds."""
+    t = table["t"]
+    if len(t) < 2:
+        return table
+    out_of_order = np.flatnonzero(t[1:] < t[:-1])
+    if not len(out_of_order):
+        return table
+    first = int(out_of_order[0]) + 1
+    # Rows up to the earliest time after them come first in a stable sort too (ties: first
+    # in the table, first in the sort).
+    start = int(np.searchsorted(t[:first], t[first:].min(), side="right"))
+    rest = table.rows(slice(start, None))
+    rest = rest.rows(np.argsort(rest["t"], kind="stable"))
+    return Columns.concat([table.rows(slice(None, start)), rest])
+
+
 def _phases_in_time_order(phases: Columns) -> Columns:
     """Phase rows in time order (a stable sort), t and rank first, then the phases in the
     order they first have a value in it: the same whatever order the rows were read in (all
     files at once, poll after poll, or a cache appended to)."""
     if not len(phases):
         return phases
-    t = phases["t"]
-    if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
-        phases = phases.rows(np.argsort(t, kind="stable"))
+    phases = _in_time_order(phases)
     names = [name for name in phases.columns if name not in ("t", "rank")]
     first = {}
     for name in names:
