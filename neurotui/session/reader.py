@@ -1097,6 +1097,8 @@ def _in_time_order(table: Columns) -> Columns:
     t = table["t"]
     if len(t) < 2:
         return table
+    if np.isnan(t).any():  # (none the reader keeps; as the sort puts them: last)
+        return table.rows(np.argsort(t, kind="stable"))
     out_of_order = np.flatnonzero(t[1:] < t[:-1])
     if not len(out_of_order):
         return table

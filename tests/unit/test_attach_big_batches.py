@@ -23,17 +23,22 @@ def _appended_table(runs: list[list[float]]) -> Columns:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 40).map(float), max_size=30), max_size=5))
+@given(st.lists(st.lists(st.integers(0, 40).map(float), max_size=30), max_size=5),
+       st.lists(st.integers(0, 200), max_size=2))
 def test_a_table_is_put_in_time_order_as_a_stable_sort_puts_it(
-        runs: list[list[float]]) -> None:
-    """Whole-number times: ties between runs, and across the place where a run begins."""
+        runs: list[list[float]], missing: list[int]) -> None:
+    """Whole-number times: ties between runs, and across the place where a run begins; and
+    a time missing here and there (NaN: the sort puts it last)."""
     table = _appended_table(runs)
+    for at in missing:
+        if at < len(table):
+            table["t"][at] = np.nan
     ordered = _in_time_order(table)
     by_sort = np.argsort(table["t"], kind="stable")
     assert ordered.columns == table.columns
     assert len(ordered) == len(table)
     for name in table.columns:
-        assert np.array_equal(ordered[name], table[name][by_sort]), name
+        assert np.array_equal(ordered[name], table[name][by_sort], equal_nan=True), name
 
 
 def test_a_table_in_order_is_handed_back_as_it_is() -> None:
