@@ -1639,13 +1639,10 @@ class _ShapeMemo:
         for i, line in enumerate(lines):
             try:
                 first = line[:1]
-                if first == "[":
-                    rank, text = strip_rank_prefix(line)
-                elif first == "\x1b" or len(line) > MAX_LINE_CHARS:
+                if first == "\x1b" or len(line) > MAX_LINE_CHARS:
                     rest.append(i)
                     continue
-                else:
-                    rank, text = None, line
+                rank, text = strip_rank_prefix(line) if first == "[" else (None, line)
                 learnt = recipes.get(text.encode("utf-8", "surrogatepass").translate(_SHAPE))
                 if learnt and learnt[1] is not None:
                     records[i] = _read_direct(learnt[1], text, rank)

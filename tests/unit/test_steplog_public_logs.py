@@ -37,6 +37,7 @@ from neurotui.sources import steplog as steplog_module
 from neurotui.sources.steplog import (
     _DEFAULT_RULES,
     _RULE_WORDS,
+    MAX_LINE_CHARS,
     LogReport,
     StepLine,
     StepLineParser,
@@ -589,6 +590,21 @@ def test_a_batch_of_learnt_lines_skips_the_batch_screens_and_a_mixed_one_reads_a
     records = parser.parse_values_many(learnt)
     assert [(r.step, r.loss) for r in records] == [(n, float(f"3.{n}456"))  # type: ignore[union-attr]
                                                    for n in range(200, 210)]
+
+
+def test_a_line_over_the_limit_is_no_step_though_its_text_is_of_a_learnt_shape() -> None:
+    """The limit is on the whole line: a rank prefix one digit longer takes a line of a
+    learnt shape (its text after the prefix) over it, and parse_values reads no step there."""
+    parser = StepLineParser.default()
+
+    def text(n: int) -> str:
+        return f"step {n} loss 2.{n}456".ljust(MAX_LINE_CHARS - len("[default1]:"))
+
+    learn = [f"[default1]:{text(n)}" for n in range(100, 104)]
+    assert [r.step for r in parser.parse_values_many(learn)] == [100, 101, 102, 103]  # type: ignore[union-attr]
+    over = f"[default11]:{text(105)}"
+    assert len(over) > MAX_LINE_CHARS
+    assert parser.parse_values_many([over]) == [PARSER.parse_values(over)] == [None]
 
 
 def test_every_rule_match_holds_one_of_its_words() -> None:
