@@ -18,7 +18,7 @@ import numpy as np
 from neurotui import fmt, metrics
 from neurotui import recorded as recorded_alerts
 from neurotui.metrics.breakdown import PhaseSplit
-from neurotui.metrics.common import floats
+from neurotui.metrics.common import floats, stacked_by_length
 
 SATURATED_CPU = 90.0
 IDLE_ACCELERATOR = 40.0
@@ -48,7 +48,8 @@ def accelerator_utils(event: Mapping[str, Any]) -> list[float]:
     units = event.get("cores") if event.get("kind") == "neuron" else event.get("gpus")
     out = []
     for unit in units or ():
-        value = unit.get("util") if isinstance(unit, Mapping) else None
+        # (dict first: the events are JSON's dicts, and an ABC's check costs ten times more)
+        value = unit.get("util") if isinstance(unit, (dict, Mapping)) else None
         if isinstance(value, (int, float)) and math.isfinite(value):
             out.append(float(value))
     return out
@@ -500,17 +501,16 @@ def step_spikes(recent: RecentSteps, since: float = -math.inf,
     """Steps after `since` that took `factor` x their rank's median step time or more,
     newest first."""
     found: list[tuple[float, str]] = []
-    for rank, cols in recent.items():
-        times = cols["step_time"]
-        if len(times) < 5:
-            continue
-        median = float(np.median(times))
-        if median <= 0:
-            continue
-        for i in np.flatnonzero((times >= factor * median) & (cols["t"] > since)):
-            found.append((float(cols["t"][i]),
-                          f"rank {rank} step {int(cols['step'][i])} took "
-                          f"{fmt.seconds(times[i])} ({times[i] / median:.0f}x its median "
+    judged = {rank: (cols["step_time"], cols["t"], cols["step"])
+              for rank, cols in recent.items() if len(cols["step_time"]) >= 5}
+    for ranks, (times, t, step) in stacked_by_length(judged):
+        medians = np.median(times, axis=1)[:, None]
+        spiking = (medians > 0) & (times >= factor * medians) & (t > since)
+        for row, i in zip(*np.nonzero(spiking), strict=True):
+            median, took = float(medians[row, 0]), times[row, i]
+            found.append((float(t[row, i]),
+                          f"rank {ranks[row]} step {int(step[row, i])} took "
+                          f"{fmt.seconds(took)} ({took / median:.0f}x its median "
                           f"{fmt.seconds(median)})"))
     found.sort(reverse=True)
     return [text for _, text in found]
@@ -578,20 +578,16 @@ def step_variance(recent: RecentSteps, compiles: Any = None, phases: Any = None,
     `compiles` as metrics.compile_hits takes them; `phases`: the last steps' phase timings
     (a table with columns t, rank and one per phase)."""
     swinging = []
-    for rank, cols in recent.items():
-        times = cols["step_time"]
-        hit = metrics.compile_hits(cols["t"], cols["t"] - times,
-                                   np.full(len(times), rank), compiles)
-        times = times[~hit] if not hit.all() else times
-        if len(times) < min_steps:
-            continue
-        median = float(np.median(times))
-        if median <= 0:
-            continue
-        p10, p90 = np.percentile(times, [10, 90])
-        cv = float(times.std() / times.mean())
-        if p90 / median >= VARIANCE_P90_RATIO or cv >= VARIANCE_CV:
-            swinging.append((cv, int(rank), median, float(p10), float(p90), len(times)))
+    judged = {r: (x,) for r, x in _outside_compiles(recent, compiles).items()
+              if len(x) >= min_steps}
+    for ranks, (times,) in stacked_by_length(judged):
+        medians = np.median(times, axis=1)
+        p10, p90 = np.percentile(times, [10, 90], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # (rows of median 0: left out)
+            cv = times.std(axis=1) / times.mean(axis=1)
+            wide = (medians > 0) & ((p90 / medians >= VARIANCE_P90_RATIO) | (cv >= VARIANCE_CV))
+        swinging += [(float(cv[row]), int(ranks[row]), float(medians[row]), float(p10[row]),
+                      float(p90[row]), times.shape[1]) for row in np.flatnonzero(wide)]
     if not swinging:
         return None
     swinging.sort(reverse=True)
@@ -606,6 +602,25 @@ def step_variance(recent: RecentSteps, compiles: Any = None, phases: Any = None,
     return Alert("step-variance", "warning", "step time varies widely", tuple(evidence),
                  "look for work that varies per step: variable-size inputs, host syncs "
                  "(.item(), prints), logging or checkpointing inside the loop")
+
+
+def _outside_compiles(recent: RecentSteps, compiles: Any) -> dict[int, np.ndarray]:
+    """Each rank's step times, less the steps that overlapped a compile (all of them kept
+    where every one did). One metrics.compile_hits over the ranks' rows, one rank after
+    another, as it searches them."""
+    times = {rank: cols["step_time"] for rank, cols in recent.items()}
+    if not times:
+        return times
+    ranks = list(times)
+    end = np.concatenate([recent[r]["t"] for r in ranks])
+    took = np.concatenate([times[r] for r in ranks])
+    rank_of = np.concatenate([np.full(len(times[r]), r) for r in ranks])
+    hit = metrics.compile_hits(end, end - took, rank_of, compiles)
+    bounds = np.cumsum([len(times[r]) for r in ranks])[:-1]
+    for rank, rank_hit in zip(ranks, np.split(hit, bounds), strict=True):
+        if rank_hit.any() and not rank_hit.all():
+            times[rank] = times[rank][~rank_hit]
+    return times
 
 
 def _most_variable_phase(phases: Any) -> str | None:

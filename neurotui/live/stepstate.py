@@ -20,6 +20,7 @@ import numpy as np
 from neurotui import metrics
 from neurotui.live.history import RunHistory
 from neurotui.metrics.breakdown import BreakdownTracker
+from neurotui.metrics.common import stacked_by_length
 from neurotui.metrics.ranks import last_compiles
 from neurotui.session.columns import Columns, distinct_ints
 from neurotui.session.reader import STEP_SOURCES
@@ -63,10 +64,13 @@ class RankRecent:
 
     def median_step_time(self) -> tuple[float, int] | None:
         if not self._median_known:
-            self._median = metrics.rank_median(self.cols["step_time"],
-                                               self.cols["past"].astype(bool))
-            self._median_known = True
+            self.median_known(metrics.rank_median(self.cols["step_time"],
+                                                  self.cols["past"].astype(bool)))
         return self._median
+
+    def median_known(self, median: tuple[float, int] | None) -> None:
+        """Its median step time, worked out (by StepState.rank_medians, for every rank)."""
+        self._median, self._median_known = median, True
 
 
 SLICED_PASSES_MAX = 4096
@@ -255,12 +259,20 @@ class StepState:
         return self._rates
 
     def rank_medians(self) -> dict[int, tuple[float, int]]:
-        out = {}
-        for rank, mine in sorted(self.latest().items()):
-            med = mine.median_step_time()
-            if med is not None:
-                out[rank] = med
-        return out
+        """metrics.rank_median of each rank of the latest attempt that has one: those whose
+        rows changed since, together (a numpy call for all of them, not one per rank)."""
+        latest = sorted(self.latest().items())
+        unknown = {rank: (metrics.median_steps(mine.cols["step_time"],
+                                               mine.cols["past"].astype(bool)),)
+                   for rank, mine in latest if not mine._median_known}
+        for rank, (use,) in unknown.items():
+            if not len(use):
+                self.ranks[rank].median_known(None)
+        for ranks, (use,) in stacked_by_length({r: u for r, u in unknown.items() if len(u[0])}):
+            for rank, median in zip(ranks, np.median(use, axis=1).tolist(), strict=True):
+                self.ranks[rank].median_known((median, use.shape[1]))
+        return {rank: med for rank, mine in latest
+                if (med := mine.median_step_time()) is not None}
 
     def stalled(self, now: float, medians: Mapping[int, tuple[float, int]],
                 compiles: list[Mapping[str, Any]],

@@ -13,7 +13,8 @@ adjacent-row arithmetic takes milliseconds.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SORT_KEYS = ["attempt", "rank", "t", "step"]
+K = TypeVar("K")
 
 
 def finite_or_none(value: Any) -> float | None:
@@ -38,6 +40,20 @@ def positive(value: Any) -> float | None:
     """A finite float > 0, or None: the inputs that may be divided by or multiplied into money."""
     number = finite_or_none(value)
     return number if number is not None and number > 0 else None
+
+
+def stacked_by_length(columns: Mapping[K, tuple[np.ndarray, ...]]
+                      ) -> Iterator[tuple[list[K], list[np.ndarray]]]:
+    """The keys (ranks) whose arrays are alike in length, with each of their arrays stacked
+    into one row per key. A statistic of every rank is then one numpy call, not one per rank:
+    at 32 ranks a frame's figures were mostly numpy's cost per call. Along a row, a reduction
+    gives what it gives on the rank's own array."""
+    alike: dict[int, list[K]] = {}
+    for key, arrays in columns.items():
+        alike.setdefault(len(arrays[0]), []).append(key)
+    for keys in alike.values():
+        yield keys, [np.stack([columns[k][i] for k in keys])
+                     for i in range(len(columns[keys[0]]))]
 
 
 def has_rows(df: Any, *columns: str) -> bool:

@@ -29,12 +29,17 @@ DEFAULT_STRAGGLER_THRESHOLD = 0.2
 
 
 def rank_median(step_time: np.ndarray, past: np.ndarray) -> tuple[float, int] | None:
-    """One rank's median step time and the steps it is over: its steady steps, or, before
-    it has one, all its timed steps (so that a slow rank shows up early too)."""
+    """One rank's median step time and the steps it is over (`median_steps`)."""
+    use = median_steps(step_time, past)
+    return (float(np.median(use)), len(use)) if len(use) else None
+
+
+def median_steps(step_time: np.ndarray, past: np.ndarray) -> np.ndarray:
+    """The step times a rank's median is over: its steady steps, or, before it has one, all
+    its timed steps (so that a slow rank shows up early too)."""
     known = ~np.isnan(step_time)
     steady = known & past
-    use = step_time[steady] if steady.any() else step_time[known]
-    return (float(np.median(use)), len(use)) if len(use) else None
+    return step_time[steady] if steady.any() else step_time[known]
 
 
 def stalled(now: float, last_seen: Mapping[int, float], medians: Mapping[int, float],

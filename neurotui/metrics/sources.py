@@ -41,8 +41,9 @@ def steps_sources(steps: pd.DataFrame, names: Sequence[str] = ()) -> set[str]:
     integer codes stand for (the reader's Columns keep `src` as codes)."""
     if not len(steps):
         return set()
-    present = np.unique(np.asarray(steps["src"]).astype(str)) if is_frame(steps) \
-        else np.unique(steps["src"])
-    if present.dtype.kind in "iu":
-        return {str(names[code]) for code in present}
-    return {str(value) for value in present}
+    if is_frame(steps):
+        return {str(value) for value in np.unique(np.asarray(steps["src"]).astype(str))}
+    codes = steps["src"]
+    if codes.dtype.kind in "iu":  # (counted: np.unique sorts, at every frame of the live model)
+        return {str(names[code]) for code in np.flatnonzero(np.bincount(codes))}
+    return {str(value) for value in np.unique(codes)}

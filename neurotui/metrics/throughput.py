@@ -2,7 +2,7 @@
 
 The current throughput has two forms of one rule, side by side: `current_throughput` over a
 whole step table and `window_throughput` over the rows a live model keeps per rank; both add
-up `_rank_rate` over the ranks of the latest attempt. tests/unit/test_metrics_forms.py holds
+up `window_rates` over the ranks of the latest attempt. tests/unit/test_metrics_forms.py holds
 them equal.
 """
 
@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from neurotui.metrics.common import finite_or_none, floats, has_rows, positive, until
+from neurotui.metrics.common import (
+    finite_or_none,
+    floats,
+    has_rows,
+    positive,
+    stacked_by_length,
+    until,
+)
 from neurotui.metrics.steptime import with_step_time
 
 if TYPE_CHECKING:
@@ -28,51 +35,64 @@ RankRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 K = TypeVar("K")
 
 
-def _rank_rate(t: np.ndarray, samples_covered: np.ndarray, step_time: np.ndarray,
-               samples: np.ndarray, now: float) -> float | None:
-    """One rank's samples/s from its rows in the window (time order, at least one), or None
-    when none of them says its samples.
-
-    The samples after its first row over the time they took, so the figure is right from
-    the first seconds of a run and with slow or sparse steps; once the rank has been silent
-    for longer than its usual step interval, the silence counts too, so a stall drags the
-    figure down to 0. A lone row: its samples over its step time, or the time since it;
-    None when its step time is unknown (a rank's first step, where no time was printed):
-    not yet a rate, and not a stall.
-    """
-    if np.isnan(samples_covered).all():
+def _lone_row_rate(step_time: float, samples: float, covered: float, t: float,
+                   now: float) -> float | None:
+    """A rank with one row in the window: its samples over its step time, or the time since
+    it; None when its step time is unknown (a rank's first step, where no time was printed):
+    not yet a rate, and not a stall."""
+    if math.isnan(covered):
         return None
-    if len(t) >= 2:
-        typical = float(np.median(np.diff(t)))
-        span = max(t[-1] - t[0], (now - t[0]) - typical)
-        return float(np.nansum(samples_covered[1:])) / span if span > 0 else 0.0
-    seconds, per_step = positive(step_time[0]), finite_or_none(samples[0])
+    seconds, per_step = positive(step_time), finite_or_none(samples)
     if seconds is None or per_step is None:
         return None
-    return per_step / max(seconds, now - float(t[0]))
+    return per_step / max(seconds, now - t)
 
 
 def window_throughput(ranks: Iterable[RankRows], now: float,
                       window_s: float = DEFAULT_WINDOW_S) -> float | None:
     """Samples/s of the whole job over the last `window_s` seconds: each rank's rows (of the
-    latest attempt) in (now - window_s, now] rated by `_rank_rate`, summed. 0.0 when no rank
+    latest attempt) in (now - window_s, now] rated by `window_rates`, summed. 0.0 when no rank
     has a row in the window (a stall), None when no rank in it says its samples."""
     return total_rate(window_rates(enumerate(ranks), now, window_s).values())
 
 
 def window_rates(ranks: Iterable[tuple[K, RankRows]], now: float,
                  window_s: float = DEFAULT_WINDOW_S) -> dict[K, float | None]:
-    """Per rank with rows in the window, its samples/s (None: its samples are unknown), as
-    window_throughput rates it: the parts of a job (a node's ranks) add up to the whole."""
+    """Per rank with rows in the window, its samples/s (None: none of its rows says its
+    samples), as window_throughput rates it: the parts of a job (a node's ranks) add up to
+    the whole.
+
+    A rank with two rows or more: the samples after its first row over the time they took,
+    so the figure is right from the first seconds of a run and with slow or sparse steps;
+    once the rank has been silent for longer than its usual step interval (the median),
+    the silence counts too, so a stall drags the figure down to 0. A lone row:
+    `_lone_row_rate`. Ranks are rated together, a numpy call per statistic for all of them
+    (stacked_by_length), in the order they came."""
+    order: list[K] = []
     rates: dict[K, float | None] = {}
+    spans: dict[K, tuple[np.ndarray, np.ndarray]] = {}
     for key, (t, covered, step_time, samples) in ranks:
         # A rank's rows are in time order: its window is a slice (no masks to build, at
         # every frame, for each of a job's thousands of ranks).
         first, end = np.searchsorted(t, (now - window_s, now), side="right").tolist()
-        if end > first:
-            rates[key] = _rank_rate(t[first:end], covered[first:end], step_time[first:end],
-                                    samples[first:end], now)
-    return rates
+        if end - first >= 2:
+            spans[key] = (t[first:end], covered[first:end])
+        elif end > first:
+            rates[key] = _lone_row_rate(step_time[first], samples[first], covered[first],
+                                        float(t[first]), now)
+        else:
+            continue
+        order.append(key)
+    for keys, (t, covered) in stacked_by_length(spans):
+        typical = np.median(np.diff(t, axis=1), axis=1)
+        unknown = np.isnan(covered).all(axis=1)
+        done = np.nansum(covered[:, 1:], axis=1)
+        for row, key in enumerate(keys):
+            start = t[row, 0]
+            span = max(t[row, -1] - start, (now - start) - typical[row])
+            rates[key] = (None if unknown[row] else
+                          float(done[row]) / span if span > 0 else 0.0)
+    return {key: rates[key] for key in order}
 
 
 def total_rate(rates: Iterable[float | None]) -> float | None:
