@@ -165,8 +165,11 @@ def _procs_seen(procs: Sequence[Mapping[str, Any]], now: float,
                 ppid = p.get("ppid")
                 row = seen[pid] = _ProcSeen(pid, ppid if isinstance(ppid, int) else None,
                                             str(p.get("role") or "?"), [], [])
-            cpu = metrics.finite_or_none(p.get("cpu"))
-            if cpu is not None:
+            cpu = p.get("cpu")
+            # (A JSON float is checked inline, finite when cpu - cpu is 0: a judge reads
+            # each process of each sample in the window, thousands at 32 ranks.)
+            if (type(cpu) is float and cpu - cpu == 0.0) or \
+                    (cpu := metrics.finite_or_none(cpu)) is not None:
                 row.cpu.append(cpu)
             cpu_num = p.get("cpu_num")
             if isinstance(cpu_num, int) and cpu_num >= 0:  # absent or -1: not known
