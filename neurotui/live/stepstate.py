@@ -68,6 +68,11 @@ class RankRecent:
                                                   self.cols["past"].astype(bool)))
         return self._median
 
+    @property
+    def median_due(self) -> bool:
+        """Rows came since its median step time was worked out."""
+        return not self._median_known
+
     def median_known(self, median: tuple[float, int] | None) -> None:
         """Its median step time, worked out (by StepState.rank_medians, for every rank)."""
         self._median, self._median_known = median, True
@@ -262,15 +267,13 @@ class StepState:
         """metrics.rank_median of each rank of the latest attempt that has one: those whose
         rows changed since, together (a numpy call for all of them, not one per rank)."""
         latest = sorted(self.latest().items())
-        unknown = {rank: (metrics.median_steps(mine.cols["step_time"],
-                                               mine.cols["past"].astype(bool)),)
-                   for rank, mine in latest if not mine._median_known}
-        for rank, (use,) in unknown.items():
-            if not len(use):
-                self.ranks[rank].median_known(None)
-        for ranks, (use,) in stacked_by_length({r: u for r, u in unknown.items() if len(u[0])}):
+        due = {rank: (use,) for rank, mine in latest if mine.median_due
+               and len(use := metrics.median_steps(mine.cols["step_time"],
+                                                   mine.cols["past"].astype(bool)))}
+        for ranks, (use,) in stacked_by_length(due):
             for rank, median in zip(ranks, np.median(use, axis=1).tolist(), strict=True):
                 self.ranks[rank].median_known((median, use.shape[1]))
+        # (A rank with no timed step yet is left to its own median_step_time: None.)
         return {rank: med for rank, mine in latest
                 if (med := mine.median_step_time()) is not None}
 

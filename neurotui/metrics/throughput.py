@@ -68,7 +68,6 @@ def window_rates(ranks: Iterable[tuple[K, RankRows]], now: float,
     the silence counts too, so a stall drags the figure down to 0. A lone row:
     `_lone_row_rate`. Ranks are rated together, a numpy call per statistic for all of them
     (stacked_by_length), in the order they came."""
-    order: list[K] = []
     rates: dict[K, float | None] = {}
     spans: dict[K, tuple[np.ndarray, np.ndarray]] = {}
     for key, (t, covered, step_time, samples) in ranks:
@@ -77,12 +76,10 @@ def window_rates(ranks: Iterable[tuple[K, RankRows]], now: float,
         first, end = np.searchsorted(t, (now - window_s, now), side="right").tolist()
         if end - first >= 2:
             spans[key] = (t[first:end], covered[first:end])
+            rates[key] = None  # (its place in the order: rated below)
         elif end > first:
             rates[key] = _lone_row_rate(step_time[first], samples[first], covered[first],
                                         float(t[first]), now)
-        else:
-            continue
-        order.append(key)
     for keys, (t, covered) in stacked_by_length(spans):
         typical = np.median(np.diff(t, axis=1), axis=1)
         unknown = np.isnan(covered).all(axis=1)
@@ -92,7 +89,7 @@ def window_rates(ranks: Iterable[tuple[K, RankRows]], now: float,
             span = max(t[row, -1] - start, (now - start) - typical[row])
             rates[key] = (None if unknown[row] else
                           float(done[row]) / span if span > 0 else 0.0)
-    return {key: rates[key] for key in order}
+    return rates
 
 
 def total_rate(rates: Iterable[float | None]) -> float | None:
