@@ -39,7 +39,8 @@ class Run:
 def runs(draw: st.DrawFn, attempts: int = 2) -> Run:
     """1-3 ranks, then perhaps a restart (attempt 1, after attempt 0 ends). Each rank logs
     every step or every 5th, with or without its own step time (dt), with or without its
-    samples, and its step counter may start again each epoch."""
+    samples, its step counter may start again each epoch, and its lines may be read at polls
+    (several sharing a stamp)."""
     rows = []
     t0 = 100.0
     for attempt in range(draw(st.integers(1, attempts))):
@@ -55,13 +56,16 @@ def runs(draw: st.DrawFn, attempts: int = 2) -> Run:
             # >0: a per-epoch step number, starting again at 0 each epoch (resumed mid-epoch:
             # later steps go below the first one recorded)
             epoch = draw(st.sampled_from([0, 0, 7]))
+            # >0: its log is read this often, and the lines of a read share its stamp
+            poll = draw(st.sampled_from([0.0, 0.0, 0.5, 3.0]))
             for k in range(n_steps):
                 dt = draw(st.floats(0.05, 2.0))
                 t += dt * every
                 step = first_step + every * k
                 if epoch:
                     step %= epoch * every
-                rows.append({"t": round(t, 4), "rank": rank, "step": step,
+                stamp = math.ceil(t / poll) * poll if poll else t
+                rows.append({"t": round(stamp, 4), "rank": rank, "step": step,
                              "samples": samples, "loss": 1.0,
                              "dt": dt if report_dt else math.nan, "src": "probe",
                              "attempt": attempt})
@@ -70,10 +74,14 @@ def runs(draw: st.DrawFn, attempts: int = 2) -> Run:
     df = pd.DataFrame(rows, columns=COLUMNS).sort_values(["t", "step"], kind="stable",
                                                          ignore_index=True)
     sizes = df.groupby(["attempt", "rank"]).size().to_dict()
+    # A reader takes a read's rows (one stamp) together: the supervisor writes them at once.
+    cuts = {k: [n for n in range(len(t) + 1) if n in (0, len(t)) or t[n - 1] != t[n]]
+            for k, t in df.groupby(["attempt", "rank"])["t"].agg(list).items()}
     stages = []
     seen = dict.fromkeys(sizes, 0)
     for _ in range(draw(st.integers(0, 4))):
-        seen = {k: draw(st.integers(seen[k], n)) for k, n in sizes.items()}
+        seen = {k: draw(st.sampled_from([n for n in cuts[k] if n >= seen[k]]))
+                for k in sizes}
         stages.append(dict(seen))
     stages.append(sizes)
     times = draw(st.lists(st.floats(100, float(df["t"].max()) + 5), max_size=3))

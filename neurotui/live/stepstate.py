@@ -152,13 +152,14 @@ class StepState:
         goes in chunks of whole ranks, though gathering them copies every row (a quarter of
         a second of an attach to 3 M steps of 32 ranks)."""
         key = _group_key(fresh)
+        t = fresh.floats("t")
         if len(distinct_ints(key)) * -(-len(fresh) // chunk) <= SLICED_PASSES_MAX:
-            for start in range(0, len(fresh), chunk):
-                self._ingest(fresh.rows(slice(start, start + chunk)))
+            for start, end in _chunks(t, chunk):
+                self._ingest(fresh.rows(slice(start, end)))
             return
         order = np.argsort(key, kind="stable")
-        for start in range(0, len(fresh), chunk):
-            self._ingest(fresh.rows(order[start:start + chunk]))
+        for start, end in _chunks(t[order], chunk):
+            self._ingest(fresh.rows(order[start:end]))
 
     def _new_rows(self, df: Columns) -> Columns:
         """Rows after their rank's last row taken."""
@@ -295,6 +296,20 @@ class StepState:
             if keep.any():
                 out[rank] = {k: mine.cols[k][keep] for k in ("t", "step", "step_time")}
         return out
+
+
+def _chunks(t: np.ndarray, chunk: int) -> list[tuple[int, int]]:
+    """(start, end) of about `chunk` rows each, cut only between rows of different stamps:
+    the rows of one read of a log share its stamp, and a read's step time is its time over
+    all of its steps (StepClock), so a read is taken whole, as with_step_time takes it."""
+    stamps_change = np.flatnonzero(t[1:] != t[:-1]) + 1
+    cuts, start = [], 0
+    while start < len(t):
+        at = int(np.searchsorted(stamps_change, start + chunk))
+        end = int(stamps_change[at]) if at < len(stamps_change) else len(t)
+        cuts.append((start, end))
+        start = end
+    return cuts
 
 
 def _group_key(df: Columns) -> np.ndarray:

@@ -34,22 +34,54 @@ if TYPE_CHECKING:
 DERIVED = ("step_time", "steps_covered", "samples_covered")
 
 
-def _step_times(elapsed: np.ndarray, advanced: np.ndarray,
-                dt: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _step_times(elapsed: np.ndarray, advanced: np.ndarray, dt: np.ndarray | None,
+                carried: tuple[float, float] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
     """The rule: (step_time, steps_covered) of rows from the time and steps since the rank's
-    previous row and the `dt` each reported. Computed in place of `elapsed` and `advanced`
-    (float arrays the caller gives up: on a long run each is tens of MB)."""
+    previous row and the `dt` each reported, and the (time, steps) of the last row's read
+    (`carried` on, for the rank's next rows). Computed in place of `elapsed` and `advanced`
+    (float arrays the caller gives up: on a long run each is tens of MB).
+
+    Rows sharing one stamp (elapsed 0) were read together: they stand for the steps written
+    since the rank's previous stamp, so each gets its read's time over its read's steps.
+    A read's first row may continue the rows before it (`carried`: their read so far)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         rising = advanced > 0
-        unknown = ~(rising & (elapsed > 0))
-        step_time = np.divide(elapsed, advanced, out=elapsed)  # derived from t and step
+        shared = elapsed == 0
+        if shared.any():
+            read_elapsed, read_advanced = _reads(elapsed, advanced, shared, carried)
+        else:  # a read a row: each row's own (most logs, and every probe.step() rank)
+            read_elapsed, read_advanced = elapsed, advanced
+        last = (float(read_elapsed[-1]), float(read_advanced[-1])) if len(elapsed) else (
+            carried or (np.nan, np.nan))
+        unknown = ~(rising & (read_elapsed > 0) & (read_advanced > 0))
+        step_time = np.divide(read_elapsed, read_advanced, out=elapsed)  # from t and step
         step_time[unknown] = np.nan
         if dt is not None:  # reported by the rank: wins
             reported = np.isfinite(dt) & (dt > 0)
             step_time[reported] = dt[reported]
     covered = advanced
     covered[~rising] = 1.0
-    return step_time, covered
+    return step_time, covered, last
+
+
+def _reads(elapsed: np.ndarray, advanced: np.ndarray, shared: np.ndarray,
+           carried: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the time and steps of its read: the elapsed of the read's first row (the
+    time since the previous stamp) and the steps of all its rows. Rows before the first that
+    starts a read continue `carried`'s."""
+    starts = np.flatnonzero(~shared)
+    lead = int(starts[0]) if len(starts) else len(shared)
+    lengths = np.diff(np.append(starts, len(shared)))
+    read_elapsed, read_advanced = np.empty_like(elapsed), np.empty_like(advanced)
+    if lead:
+        before_elapsed, before_advanced = carried if carried is not None else (np.nan, np.nan)
+        read_elapsed[:lead] = before_elapsed
+        read_advanced[:lead] = before_advanced + advanced[:lead].sum()
+    if len(starts):
+        read_elapsed[lead:] = np.repeat(elapsed[starts], lengths)
+        read_advanced[lead:] = np.repeat(np.add.reduceat(advanced, starts), lengths)
+    return read_elapsed, read_advanced
 
 
 def _reached(progress: np.ndarray, warmup_steps: int) -> np.ndarray:
@@ -66,7 +98,9 @@ def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
 
     - step_time: seconds per step. `dt` when the rank reported it; otherwise the time since
       the same rank's previous record in the same attempt divided by the steps in between
-      (log lines every k steps). NaN when unknown (first record, counter reset, t not rising).
+      (log lines every k steps); for records read together (one stamp), the time since the
+      rank's previous stamp over all their steps. NaN when unknown (first record or read,
+      counter reset, t not rising).
     - steps_covered: steps since that previous record (1 for the first record and after a
       counter reset, e.g. a per-epoch step number).
     - samples_covered: samples x steps_covered. `samples` is per step (FORMAT.md), so a record
@@ -89,7 +123,7 @@ def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
     elapsed = diff_in_groups(floats(df["t"]), starts)
     advanced = diff_in_groups(numbers(df["step"]), starts)
     dt = floats(df["dt"]) if "dt" in df.columns else None
-    step_time, covered = _step_times(elapsed, advanced, dt)
+    step_time, covered, _ = _step_times(elapsed, advanced, dt)
     samples = floats(df["samples"]) if "samples" in df.columns else np.full(len(df), np.nan)
     return with_columns(df, dict(zip(DERIVED, (step_time, covered, samples * covered),
                                      strict=True)))
@@ -136,6 +170,9 @@ class RankCarry:
     last_step: float
     first_step: float
     progress: float
+    read: tuple[float, float]
+    """The time and steps of the last row's read (rows sharing its stamp), which the next
+    rows may continue."""
 
 
 class StepClock:
@@ -155,14 +192,15 @@ class StepClock:
             np.nan, np.nan)
         elapsed = t - np.concatenate([[prev_t], t[:-1]])
         advanced = step - np.concatenate([[prev_step], step[:-1]])
-        step_time, covered = _step_times(elapsed, advanced, dt)
+        step_time, covered, read = _step_times(elapsed, advanced, dt,
+                                               prev.read if prev is not None else None)
         first = prev.first_step if prev is not None else float(step[0])
         progress = step - first
         if prev is not None:
             progress = np.fmax(progress, prev.progress)
         progress = np.fmax.accumulate(progress)  # the running maximum, NaN skipped
         self.carry[(attempt, rank)] = RankCarry(float(t[-1]), float(step[-1]), first,
-                                                float(progress[-1]))
+                                                float(progress[-1]), read)
         return {"t": t, "step": step, "step_time": step_time, "samples": samples,
                 "samples_covered": samples * covered,
                 "past": _reached(progress, self.warmup_steps)}

@@ -62,28 +62,37 @@ def window_rates(ranks: Iterable[tuple[K, RankRows]], now: float,
     samples), as window_throughput rates it: the parts of a job (a node's ranks) add up to
     the whole.
 
-    A rank with two rows or more: the samples after its first row over the time they took,
-    so the figure is right from the first seconds of a run and with slow or sparse steps;
-    once the rank has been silent for longer than its usual step interval (the median),
-    the silence counts too, so a stall drags the figure down to 0. A lone row:
-    `_lone_row_rate`. Ranks are rated together, a numpy call per statistic for all of them
-    (stacked_by_length), in the order they came."""
+    A rank with rows of two stamps or more: the samples after its first row over the time
+    they took, so the figure is right from the first seconds of a run and with slow or sparse
+    steps; once the rank has been silent for longer than its usual step interval (the
+    median), the silence counts too, so a stall drags the figure down to 0. Rows read together
+    share their read's stamp: "after its first row" is after its read, and the usual interval
+    is between reads. A lone row (or a lone read): `_lone_row_rate`. Ranks are rated
+    together, a numpy call per statistic for all of them (stacked_by_length), in the order
+    they came."""
     rates: dict[K, float | None] = {}
     spans: dict[K, tuple[np.ndarray, np.ndarray]] = {}
     for key, (t, covered, step_time, samples) in ranks:
         # A rank's rows are in time order: its window is a slice (no masks to build, at
         # every frame, for each of a job's thousands of ranks).
         first, end = np.searchsorted(t, (now - window_s, now), side="right").tolist()
-        if end - first >= 2:
+        if end > first and t[first] != t[end - 1]:
             spans[key] = (t[first:end], covered[first:end])
             rates[key] = None  # (its place in the order: rated below)
-        elif end > first:
-            rates[key] = _lone_row_rate(step_time[first], samples[first], covered[first],
-                                        float(t[first]), now)
+        elif end > first:  # one row, or rows of one read (sharing its stamp): its last
+            last = end - 1
+            rates[key] = _lone_row_rate(step_time[last], samples[last], covered[last],
+                                        float(t[last]), now)
     for keys, (t, covered) in stacked_by_length(spans):
-        typical = np.median(np.diff(t, axis=1), axis=1)
+        intervals = np.diff(t, axis=1)
         unknown = np.isnan(covered).all(axis=1)
-        done = np.nansum(covered[:, 1:], axis=1)
+        if intervals.all():  # a read a row
+            typical = np.median(intervals, axis=1)
+            done = np.nansum(covered[:, 1:], axis=1)
+        else:  # rows read together: the intervals between reads; the rows read after the
+            # first row's read (its other rows were written before it)
+            typical = np.nanmedian(np.where(intervals > 0, intervals, np.nan), axis=1)
+            done = np.nansum(np.where(t[:, 1:] > t[:, :1], covered[:, 1:], 0.0), axis=1)
         for row, key in enumerate(keys):
             start = t[row, 0]
             span = max(t[row, -1] - start, (now - start) - typical[row])

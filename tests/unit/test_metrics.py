@@ -210,12 +210,17 @@ def test_compile_overlap_per_rank_and_for_all_ranks() -> None:
 
 
 def with_step_time_by_groupby(steps: pd.DataFrame) -> pd.DataFrame:
-    """The previous with_step_time (sort_values, groupby diff)."""
+    """with_step_time written with sort_values and groupby: a read (rows of a rank sharing
+    one stamp) has the time since the rank's previous stamp over the steps since then."""
     df = steps.sort_values(["attempt", "rank", "t", "step"], kind="stable").copy()
     grouped = df.groupby(["attempt", "rank"], sort=False)
     elapsed, advanced = grouped["t"].diff(), grouped["step"].diff()
     rising = advanced > 0
-    derived = (elapsed / advanced).where(rising & (elapsed > 0))
+    by_read = [df["attempt"], df["rank"], (elapsed != 0).cumsum()]
+    read_elapsed = elapsed.groupby(by_read).transform(lambda x: x.iloc[0])
+    read_advanced = advanced.groupby(by_read).transform(lambda x: x.sum(skipna=False))
+    derived = (read_elapsed / read_advanced).where(
+        rising & (read_elapsed > 0) & (read_advanced > 0))
     dt = pd.to_numeric(df["dt"], errors="coerce")
     df["step_time"] = dt.where(np.isfinite(dt) & (dt > 0)).fillna(derived)
     df["steps_covered"] = advanced.where(rising, 1.0).astype(float)
