@@ -192,6 +192,8 @@ class _Followed:
     was watched; a read that stopped at _MAX_READ; a log taken over at a mark (resume)."""
     seen: int = 0
     """The file's size at the last look (a read, or a look's fstat)."""
+    modified_ns: int = 0
+    """The file's modification time at the last read that looked at its size (0: none)."""
     looks: list[tuple[int, float]] = field(default_factory=list)
     """What looks saw of it since the last take (_note_change, _look): each one's size and
     stamp."""
@@ -219,7 +221,8 @@ class _Followed:
         # Exactly what was added: an unbuffered read sized for the worst case (_MAX_READ)
         # allocates that much first (about 15 us for 4 MiB, against 1 us for a line).
         if upto is None or self.fd is None:
-            size_now = self.status().st_size
+            status = self.status()
+            size_now, self.modified_ns = status.st_size, status.st_mtime_ns
             self.seen = max(self.seen, size_now)
             upto = size_now if upto is None else min(upto, size_now)
         size = min(upto - self.offset, _MAX_READ)
@@ -340,6 +343,20 @@ class _Changes:
             self._inotify.close()
 
 
+def _written_at(modified_ns: int, now: float) -> float:
+    """The stamp of the lines a read at `now` found: when their log's last write happened
+    (its modification time, from the fstat that gave the size read), not when the read came,
+    which may be a poll's length later (a polled log). The lines of one read share it, and
+    the figures give each of them the time since the log's previous read over their steps:
+    two reads' last lines' true times, so that averages exact steps. `now` where the time
+    cannot be that (later than now: another clock) or is not that fine (whole seconds: a
+    file system with coarse times)."""
+    if modified_ns % 1_000_000_000 == 0:
+        return now
+    written = modified_ns / 1e9
+    return written if written <= now else now
+
+
 def _modified_times(folders: list[Path]) -> dict[Path, int] | None:
     """Each folder's modification time (ns); None when one is not there (yet)."""
     try:
@@ -430,7 +447,8 @@ class LogFollower:
         """How the lines' times were taken, for meta.json's `log_timing`."""
         if self._changes is None or self._unwatched:
             return {"method": "poll", "max_delay_s": POLL_S,
-                    "note": "lines stamped at the next poll of the logs"}
+                    "note": f"logs read every {POLL_S:g} s; the lines of a read stamped with "
+                            "their log's modification time (when its last line was written)"}
         polled = "" if self.parse_launcher else (
             "; the launcher's console, which repeats the ranks' logs, is read at polls")
         if self._polled_probe_logs:
@@ -784,7 +802,7 @@ class LogFollower:
         except OSError:
             return False
         self.take_read()
-        self._take_chunk(followed, chunk, now)
+        self._take_chunk(followed, chunk, _written_at(followed.modified_ns, now))
         return followed.offset - before >= _MAX_READ
 
     def take_read(self) -> None:

@@ -75,3 +75,28 @@ def test_a_tqdm_bar_on_stderr_counts_steps_across_epochs(sessions, tmp_path, ste
     assert abs(state.step_time_median / own - 1) < 0.05, (state, own)
     assert state.samples_per_s is not None
     assert abs(state.samples_per_s / (32 / own) - 1) < 0.05
+
+
+def test_plain_lines_from_polled_logs_give_true_step_time(sessions, tmp_path) -> None:
+    """Where inotify is off, the logs are read at polls, and a read's lines share its stamp
+    (about 10 of a rank's lines per read at 20 steps/s here): each line's step time is the
+    read's time over its steps, not the whole gap over one step."""
+    truth = tmp_path / "truth"
+    result = run_cli(sessions, "run", "--headless", "--no-auto-probe", "--interval", "5",
+                     "--samples-per-step", "16", "--",
+                     sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                     str(SCRIPTS / "ddp_plain_steps.py"),
+                     env={"STEPS": "160", "STEP_SLEEP_S": "0.05", "TRUTH_FILE": str(truth),
+                          "NEUROTUI_LOG_WATCH": "0"})
+    assert result.returncode == 0, result.stderr + result.stdout
+    session = only_session(sessions)
+    assert json.loads((session / "meta.json").read_text())["log_timing"]["method"] == "poll"
+    steps = SessionReader(session).load().steps()
+    assert steps.duplicated(["rank", "t"]).mean() > 0.5  # most lines came several to a read
+    state = steady(session)
+    own = [truth_step_time(json.loads(Path(f"{truth}.{r}").read_text())["steps"])
+           for r in (0, 1)]
+    assert abs(state.step_time_median / float(np.mean(own)) - 1) < 0.05, (state, own)
+    assert state.samples_per_s is not None
+    # 16 samples a step for the whole job: 16 over its step time
+    assert abs(state.samples_per_s / (16 / float(np.mean(own))) - 1) < 0.05, (state, own)

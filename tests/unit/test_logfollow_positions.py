@@ -198,8 +198,9 @@ def test_without_inotify_the_session_says_lines_are_stamped_at_polls(tmp_path) -
     _, writer, follower = new_follower(tmp_path, watch=False)
     writer.close()
     assert follower.fileno() is None
-    assert follower.timing == {"method": "poll", "max_delay_s": 0.5,
-                               "note": "lines stamped at the next poll of the logs"}
+    assert follower.timing == {"method": "poll", "max_delay_s": 0.5, "note": (
+        "logs read every 0.5 s; the lines of a read stamped with their log's modification "
+        "time (when its last line was written)")}
 
 
 def test_a_job_printing_no_step_for_a_minute_is_told_so_once(tmp_path) -> None:
