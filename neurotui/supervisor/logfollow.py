@@ -60,6 +60,9 @@ SHARED_LINES_MAX = 0.01
 """The share starts at BATCH_SHARE_MAX (the fewest wakeups: steps of a steady length never come
 two to a batch) and shrinks by a third after a second in which more than SHARED_LINES_MAX of
 the lines read came two or more to a read of their log (uneven steps); it grows back slowly."""
+MTIME_SLACK_S = 0.05
+"""The kernel's file times come from a coarse clock (a tick, a few ms, behind ours): a write
+just after a look may carry a time before it by that much."""
 REDISCOVER_S = 5.0
 """Without folder watches, the folders are looked through this often even when none's time
 changed (_folders_changed)."""
@@ -194,6 +197,8 @@ class _Followed:
     """The file's size at the last look (a read, or a look's fstat)."""
     modified_ns: int = 0
     """The file's modification time at the last read that looked at its size (0: none)."""
+    grew_at: float = -math.inf
+    """When a read or look last found it grown: its next lines were written after that."""
     looks: list[tuple[int, float]] = field(default_factory=list)
     """What looks saw of it since the last take (_note_change, _look): each one's size and
     stamp."""
@@ -343,18 +348,18 @@ class _Changes:
             self._inotify.close()
 
 
-def _written_at(modified_ns: int, now: float) -> float:
-    """The stamp of the lines a read at `now` found: when their log's last write happened
-    (its modification time, from the fstat that gave the size read), not when the read came,
-    which may be a poll's length later (a polled log). The lines of one read share it, and
-    the figures give each of them the time since the log's previous read over their steps:
-    two reads' last lines' true times, so that averages exact steps. `now` where the time
-    cannot be that (later than now: another clock) or is not that fine (whole seconds: a
-    file system with coarse times)."""
+def _written_at(modified_ns: int, now: float, after: float) -> float:
+    """The stamp of the lines a look or read at `now` found: when their log's last write
+    happened (its modification time, from the fstat that gave the size), not when the look
+    came, which may be a batch or a poll later. The lines of one read share it, and the
+    figures give each of them the time since the log's previous stamp over their steps: two
+    true times of writes, so that averages exact steps. `now` where the time cannot be that:
+    later than now, or before `after` (the look that found the log's previous lines: the
+    file system's clock is not ours), or not that fine (whole seconds: coarse times)."""
     if modified_ns % 1_000_000_000 == 0:
         return now
     written = modified_ns / 1e9
-    return written if written <= now else now
+    return written if after - MTIME_SLACK_S <= written <= now else now
 
 
 def _modified_times(folders: list[Path]) -> dict[Path, int] | None:
@@ -596,10 +601,11 @@ class LogFollower:
                 # every 26 ms come out 104). The kernel's modification time of the log is
                 # when its last write happened (no later write: the size is from the same
                 # fstat).
-                written_at = status.st_mtime_ns / 1e9
                 if not target.looks:
                     deferred.append(target)
-                target.looks.append((size, written_at if written_at < now else now))
+                target.looks.append((size, _written_at(status.st_mtime_ns, now,
+                                                       target.grew_at)))
+                target.grew_at = now
 
     def close(self) -> None:
         if self._changes is not None:
@@ -802,7 +808,11 @@ class LogFollower:
         except OSError:
             return False
         self.take_read()
-        self._take_chunk(followed, chunk, _written_at(followed.modified_ns, now))
+        stamp = now
+        if chunk:
+            stamp = _written_at(followed.modified_ns, now, followed.grew_at)
+            followed.grew_at = now
+        self._take_chunk(followed, chunk, stamp)
         return followed.offset - before >= _MAX_READ
 
     def take_read(self) -> None:

@@ -4,6 +4,7 @@ between carriage returns as they come, and keeps every figure a line prints."""
 from __future__ import annotations
 
 import json
+import os
 import selectors
 import time
 from pathlib import Path
@@ -454,3 +455,60 @@ def test_polls_leave_watched_logs_to_the_kernel_but_take_what_a_full_read_left(
     follower.poll(6.0)  # the rest: step 3
     steps = steps_of(session, writer)
     assert list(steps["step"]) == [1, 2, 3] and list(steps["t"]) == [3.0, 4.0, 4.0]
+
+
+def _polled_log(tmp_path: Path) -> tuple[Path, EventWriter, LogFollower, Path]:
+    session, writer, follower = new_follower(tmp_path, watch=False)
+    return session, writer, follower, session / layout.LAUNCHER_LOG
+
+
+def _write_at(log: Path, text: str, written_ns: int) -> None:
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(text)
+    os.utime(log, ns=(written_ns, written_ns))  # the kernel's time of that write
+
+
+def test_a_polled_reads_lines_carry_their_logs_last_write_time(tmp_path) -> None:
+    """Read at polls, a read's lines carry the time its log was last written (its mtime), not
+    the poll's: the figures' step time spans two writes' true times."""
+    session, writer, follower, log = _polled_log(tmp_path)
+    now = time.time()
+    first_ns, second_ns = int((now - 3.0) * 1e9) + 123, int((now - 2.0) * 1e9) + 456
+    _write_at(log, "neurotui-runner step=1 rank=0 samples=16 loss=1.0\n"
+                   "neurotui-runner step=2 rank=0 samples=16 loss=1.0\n", first_ns)
+    follower.poll(now - 2.5)
+    _write_at(log, "neurotui-runner step=3 rank=0 samples=16 loss=1.0\n"
+                   "neurotui-runner step=4 rank=0 samples=16 loss=1.0\n", second_ns)
+    follower.poll(now - 1.5)
+    steps = steps_of(session, writer)
+    assert list(steps["t"]) == pytest.approx([first_ns / 1e9] * 2 + [second_ns / 1e9] * 2,
+                                             abs=1e-6)
+    # Two steps in the second's 1.0 s since the first's: 0.5 s each.
+    timed = metrics.with_step_time(steps)
+    assert list(timed["step_time"].iloc[2:]) == pytest.approx([0.5, 0.5])
+
+
+@pytest.mark.parametrize("skew_s", [-600.0, 600.0])
+def test_a_log_times_of_another_clock_leave_the_lines_stamped_at_the_poll(
+        tmp_path, skew_s: float) -> None:
+    """A file system whose clock is not ours (a server's, minutes off): a time before the
+    log's previous read, or after now, cannot be when its new lines were written."""
+    session, writer, follower, log = _polled_log(tmp_path)
+    now = time.time()
+    _write_at(log, "neurotui-runner step=1 rank=0 samples=16 loss=1.0\n",
+              int((now - 3.0) * 1e9) + 1)
+    follower.poll(now - 2.0)
+    _write_at(log, "neurotui-runner step=2 rank=0 samples=16 loss=1.0\n",
+              int((now - 1.5 + skew_s) * 1e9) + 1)
+    follower.poll(now - 1.0)
+    steps = steps_of(session, writer)
+    assert list(steps["t"]) == pytest.approx([now - 3.0, now - 1.0], abs=1e-6)
+
+
+def test_whole_second_file_times_are_too_coarse_to_stamp_with(tmp_path) -> None:
+    session, writer, follower, log = _polled_log(tmp_path)
+    now = time.time()
+    _write_at(log, "neurotui-runner step=1 rank=0 samples=16 loss=1.0\n",
+              (int(now) - 2) * 1_000_000_000)
+    follower.poll(now)
+    assert list(steps_of(session, writer)["t"]) == pytest.approx([now], abs=1e-6)
