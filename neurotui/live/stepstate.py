@@ -158,7 +158,7 @@ class StepState:
                 self._ingest(fresh.rows(slice(start, end)))
             return
         order = np.argsort(key, kind="stable")
-        for start, end in _chunks(t[order], chunk):
+        for start, end in _chunks(t, chunk, order):
             self._ingest(fresh.rows(order[start:end]))
 
     def _new_rows(self, df: Columns) -> Columns:
@@ -298,15 +298,28 @@ class StepState:
         return out
 
 
-def _chunks(t: np.ndarray, chunk: int) -> list[tuple[int, int]]:
-    """(start, end) of about `chunk` rows each, cut only between rows of different stamps:
-    the rows of one read of a log share its stamp, and a read's step time is its time over
-    all of its steps (StepClock), so a read is taken whole, as with_step_time takes it."""
-    stamps_change = np.flatnonzero(t[1:] != t[:-1]) + 1
-    cuts, start = [], 0
-    while start < len(t):
-        at = int(np.searchsorted(stamps_change, start + chunk))
-        end = int(stamps_change[at]) if at < len(stamps_change) else len(t)
+_CUT_LOOK = 256
+"""Rows looked at past a cut at a time, for where the stamp there changes."""
+
+
+def _chunks(t: np.ndarray, chunk: int, order: np.ndarray | None = None
+            ) -> list[tuple[int, int]]:
+    """(start, end) of about `chunk` rows each (positions in `order`, when given), cut only
+    between rows of different stamps: the rows of one read of a log share its stamp, and a
+    read's step time is its time over all of its steps (StepClock), so a read is taken whole,
+    as with_step_time takes it. Only the rows at each cut are looked at: an attach takes
+    millions, and its cuts nearly always fall between two stamps already."""
+    cuts, start, n = [], 0, len(t)
+    while start < n:
+        end = min(start + chunk, n)
+        while end < n:  # the row before the cut, and the next few: where do their stamps change?
+            near = slice(end - 1, min(end + _CUT_LOOK, n))
+            stamps = t[near] if order is None else t[order[near]]
+            changed = np.flatnonzero(stamps[1:] != stamps[0])
+            if len(changed):
+                end += int(changed[0])
+                break
+            end = near.stop
         cuts.append((start, end))
         start = end
     return cuts

@@ -57,13 +57,16 @@ def test_only_the_overlap_of_an_append_is_sorted_again() -> None:
     assert ordered["row"][:996].tolist() == list(range(996))
 
 
-def _steps(ranks: int, per_rank: int, seed: int) -> Columns:
+def _steps(ranks: int, per_rank: int, seed: int, poll_s: float = 0.0) -> Columns:
     """Steps of `ranks` ranks with jittered step times and some unknown step times, merged
-    by time as the reader hands them over."""
+    by time as the reader hands them over; with `poll_s`, each rank's log read that often
+    (the lines of a read share its stamp)."""
     rng = np.random.default_rng(seed)
     t, rank, step, samples, dt = [], [], [], [], []
     for r in range(ranks):
         times = 100.0 + r * 0.01 + np.cumsum(rng.uniform(0.05, 0.2, per_rank))
+        if poll_s:
+            times = np.ceil(times / poll_s) * poll_s
         t.append(times)
         rank.append(np.full(per_rank, r))
         step.append(np.arange(1, per_rank + 1, dtype=float))
@@ -95,14 +98,15 @@ def _figures(state: StepState) -> dict[str, object]:
     }
 
 
+@pytest.mark.parametrize("poll_s", [0.0, 0.5])  # 0.5: reads of about 4 lines, cut or not
 @pytest.mark.parametrize(("ranks", "per_rank", "chunk", "sliced"), [
     (4, 300, 100, True),  # a node's few ranks: 12 chunks x 4 ranks, time-ordered slices
     (200, 30, 100, False),  # many ranks: 60 chunks x 200 ranks, chunks of whole ranks
 ])
 def test_a_big_batch_in_chunks_gives_the_figures_of_one_batch(
-        ranks: int, per_rank: int, chunk: int, sliced: bool,
+        ranks: int, per_rank: int, chunk: int, sliced: bool, poll_s: float,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    steps = _steps(ranks, per_rank, seed=ranks)
+    steps = _steps(ranks, per_rank, seed=ranks, poll_s=poll_s)
     assert (ranks * -(-len(steps) // chunk) <= stepstate.SLICED_PASSES_MAX) == sliced
     whole = StepState(started_at=99.0, recent=64)
     whole.add(steps, chunk=len(steps))
