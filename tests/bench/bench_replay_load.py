@@ -6,10 +6,11 @@ events.jsonl, about 1 GB of JSON lines in all. Then measures:
 
 - raw read: the files' bytes read (the anchor of issue #12), and a bare parse: json.loads on
   every line of every file (what a plain JSON-lines reader pays);
-- cold load: SessionReader.load() + steps() with no cache, median of 3 (it writes the cache
-  as it ends; that part is shown on its own), and as the first read of a new process (whose
-  memory is all new to it): target at most 3 s for 3 M events (#12). With this much to read,
-  a helper process decodes some of the probe files (helper_decode.py);
+- cold load: SessionReader.load() + steps() with no cache, median of --repeats (it writes
+  the cache as it ends; that part is shown on its own), and as the first read of a new
+  process (whose memory is all new to it): target at most 3 s for 3 M events (#12). With
+  this much to read, a helper process decodes some of the probe files (helper_decode.py).
+  Each starts with nothing waiting to be written back (os.sync), as a user's old session;
 - cached load: the same with the cache, for the dashboard's telemetry window (300 samples
   per kind), the reader's default window (3600) and compare's (1): target under 1 s;
 - full compare: compare_rows() + the text table in this process, and `neurotui compare` as
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -103,6 +105,10 @@ def generate(session: Path, events: int = 3_000_000, ranks: int = 32, hours: flo
                 for k in range(start, min(seconds, start + 3600)))
         f.write(f'{{"t": {T0 + seconds + 4.0}, "kind": "proc_exit", "attempt": 0, '
                 f'"pid": 1000, "code": 0, "signal": null, "tail": {{}}}}\n')
+    # On disk before anything is timed, as a user's long-written session is: the kernel
+    # writes a gigabyte of dirty pages back about 30 s after it was written, taking CPU
+    # from whatever is measured then (a cold load 20% slower in this VM).
+    os.sync()
     return per_rank * ranks + 2 * seconds + 3
 
 
@@ -159,6 +165,7 @@ def cold_in_a_new_process(session: Path) -> float:
     """A cold read as the first of a new process (a user's first `replay` of an old session):
     its memory is all new to it. Imports are not counted (they are the same with a cache),
     nor pandas (replay and attach take the steps as columns)."""
+    os.sync()  # no writeback of earlier reads' caches during this one
     out = subprocess.run([sys.executable, "-c", _COLD_READ, str(session)], cwd=REPO,
                          check=True, capture_output=True, text=True).stdout
     return float(out.split()[-1])
@@ -224,8 +231,11 @@ def main() -> None:
 
         cache.save = timed_save  # type: ignore[assignment]
         colds = []
-        for _ in range(3):  # a new cold read each time: the cache it wrote is removed
+        # As many reads as the cached loads' (this VM's run-to-run noise is +-15%): a new
+        # cold read each time, the cache it wrote removed.
+        for _ in range(args.repeats):
             shutil.rmtree(session / cache.CACHE_DIR, ignore_errors=True)
+            os.sync()  # the last read's cache written back now, not during this one
             saving.clear()
             started = time.perf_counter()
             reader = load_steps(session, 300)
@@ -237,15 +247,15 @@ def main() -> None:
         steps = len(reader.steps())
         cold_target = COLD_TARGET_S_PER_MILLION * events / 1e6
         print(f"{f'cold load, no cache ({steps:,} step rows)':52}{cold:8.2f} s  "
-              f"(median of 3 in this process: {', '.join(f'{c:.2f}' for c in colds)}) = "
+              f"(median of {len(colds)} in this process: {', '.join(f'{c:.2f}' for c in colds)}) = "
               f"{cold / bare:.2f}x the bare parse, {cold / raw:.1f}x the raw read (target "
               f"{cold_target:.1f} s)")
         print(f"{'  + writing the cache (once: the run end does it)':52}{write:8.2f} s  "
               f"({sum(f.stat().st_size for f in (session / '.cache').iterdir()) / 2**20:.0f}"
               " MiB)")
-        fresh = [cold_in_a_new_process(session) for _ in range(3)]
+        fresh = [cold_in_a_new_process(session) for _ in range(args.repeats)]
         print(f"{'  as the first read of a new process (no pandas)':52}"
-              f"{statistics.median(fresh):8.2f} s  (median of 3: "
+              f"{statistics.median(fresh):8.2f} s  (median of {len(fresh)}: "
               f"{', '.join(f'{c:.2f}' for c in fresh)}; target {cold_target:.1f} s)")
         ok = cold <= cold_target and statistics.median(fresh) <= cold_target
         load_steps(session, 300)  # the cache again, for the cached loads below

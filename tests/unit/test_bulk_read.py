@@ -114,6 +114,34 @@ def test_sources_of_one_rank_meeting_in_one_piece_read_the_same(
     assert_same_reads(session, monkeypatch)
 
 
+@pytest.mark.parametrize("samples", ["every row", "some rows", "no row"])
+@pytest.mark.parametrize("where", ["probe", "events"])
+def test_rows_that_share_a_source_read_the_same_held_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, samples: str, where: str) -> None:
+    """A piece whose rows all say one src and one samples_from, with no phases (a probe
+    file's, a log follower's), holds each of those once (bulk.Same), and reads as line by
+    line: samples_from counts only where a row has samples; a bad line among the rows (in
+    events.jsonl) splits the piece around it."""
+    session = make_session(tmp_path)
+    lines = [_line({"t": 1_700_000_000.0 + i * 0.1, "kind": "step", "rank": i % 2,
+                    "step": i // 2 + 1, "loss": 1.5, "src": "log", "samples_from": "line",
+                    "samples": None if samples == "no row" or (samples == "some rows"
+                                                               and i % 3 == 0) else 8},
+                   spaced=False) for i in range(200)]
+    decoded = bulk.decode_block("\n".join(lines).encode(), len(lines))
+    assert decoded is not None and isinstance(decoded.src, bulk.Same)
+    assert isinstance(decoded.samples_from, bulk.Same) and decoded.phases == bulk.Same(None, 200)
+    first, rest = decoded.before(70)
+    assert first.src == bulk.Same("log", 70) and rest.src == bulk.Same("log", 130)
+    if where == "events":
+        lines.insert(100, "not json")
+    _write(layout.probe_path(session, 0) if where == "probe" else session / layout.EVENTS,
+           lines)
+    reader = assert_same_reads(session, monkeypatch)
+    assert len(reader.step_columns()) == 200
+    assert reader.samples_from == (set() if samples == "no row" else {"line"})
+
+
 step_records = st.fixed_dictionaries(
     {"t": st.one_of(st.floats(1e9, 2e9), st.sampled_from(ODD_VALUES)),
      "kind": st.just("step"),
