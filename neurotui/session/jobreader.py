@@ -191,10 +191,11 @@ class JobReader:
         batches = []
         for part, got in zip(self.parts, taken, strict=True):
             assert got is not None
-            if len(got.steps):
-                part.ranks.update(distinct_ints(got.steps["rank"]).tolist())
-            if len(got.steps) or len(got.phases):
-                batches.append(got)
+            for batch in got.batches():  # (a node's cached rows, then those read since)
+                if len(batch.steps):
+                    part.ranks.update(distinct_ints(batch.steps["rank"]).tolist())
+                if len(batch.steps) or len(batch.phases):
+                    batches.append(replace(batch, more=()))
         if not batches:
             return TakenSteps(Columns(), Columns())
         return replace(batches[0], more=tuple(batches[1:]))

@@ -98,6 +98,7 @@ def _append(d: Path, found: cache.CacheState) -> tuple[str, bool]:
     taken = reader.take_steps()
     if taken is None:
         return _build(d, "a better step source appeared for a rank")
+    taken = taken.joined()
     stamped = reader.stamps_and_index(cached=len(found.sources))
     if stamped is None:
         return "a file could not be stamped: not appended", True

@@ -27,7 +27,7 @@ import os
 import re
 from array import array
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,11 +259,21 @@ class TakenSteps:
     """The new step rows, in time order (the rows of earlier calls may be later than some)."""
     phases: Columns
     more: tuple[TakenSteps, ...] = ()
-    """Further batches, each as these, of other ranks (a job's other nodes: each node's rows
-    are taken in on their own, without joining millions of rows into one table first)."""
+    """Further batches, each as these, to be taken in after this one: of other ranks (a job's
+    other nodes), or of one reader's later rows (the rows read after a cache that was behind,
+    and those of the cache they overlap). Each is taken in on its own, without joining
+    millions of rows into one table first."""
 
     def batches(self) -> tuple[TakenSteps, ...]:
         return (self, *self.more)
+
+    def joined(self) -> TakenSteps:
+        """One reader's batches as one (their rows copied into one table, in time order)."""
+        if not self.more:
+            return self
+        batches = self.batches()
+        return TakenSteps(_joined([b.steps for b in batches]),
+                          _joined([b.phases for b in batches]))
 
     @property
     def rows(self) -> int:
@@ -929,10 +939,12 @@ class SessionReader:
         self._streaming = True
         if self._voided:
             return None
-        steps, phases = self._flush_steps(), self._flush_phases()
+        # In pieces: the cached rows and the rows read after them are not joined (a copy of
+        # the 3 M rows an attach restores, a quarter of a second).
+        parts, phases = self._flush_step_parts(), self._flush_phases()
         self._steps = _StepColumns().columns()
         self._phases = None
-        if len(steps):
+        for steps in parts:
             # One int64 per (rank, source): np.unique(axis=1) of the pairs took 2 s for the
             # 3 M rows an attach restores, this 0.05 s.
             pairs = distinct_ints(steps["rank"].astype(np.int64) * len(STEP_SOURCES)
@@ -940,7 +952,7 @@ class SessionReader:
             for pair in pairs.tolist():
                 rank, src = divmod(pair, len(STEP_SOURCES))
                 self._handed.setdefault(rank, set()).add(src)
-        return TakenSteps(steps, phases)
+        return _in_batches(parts, phases)
 
     def reopened(self) -> SessionReader:
         """A new reader of the same session, with the same settings, read to now."""
@@ -955,14 +967,22 @@ class SessionReader:
 
     def _flush_steps(self) -> Columns:
         """The step table, with the rows waiting in typed arrays merged in."""
-        table = self._steps
+        parts = self._flush_step_parts()
+        self._steps = parts[0] if len(parts) == 1 else Columns.concat(parts)
+        return self._steps
+
+    def _flush_step_parts(self) -> list[Columns]:
+        """The step table with the rows waiting in typed arrays merged in, as pieces one
+        after another in time (_merge_in_time_order); never none."""
+        parts = [self._steps]
         if len(self._new):
             chunk = self._new.columns()
             if self._log_losses:
                 chunk = _put_log_losses(chunk, self._log_losses)
                 self._log_losses.clear()
-            table = _merge_in_time_order(table, chunk)
+            parts = _merge_in_time_order(self._steps, chunk)
         if self._purge:  # once per rank: a better source appeared after rows of worse ones
+            table = parts[0] if len(parts) == 1 else Columns.concat(parts)
             rank, codes = table["rank"], table["src"]
             rank_order = _PRECEDENCE_OF_CODE[codes]
             drop = np.zeros(len(table), dtype=bool)
@@ -979,8 +999,8 @@ class SessionReader:
             if moved:
                 table = _put_log_losses(table, moved)
             self._purge.clear()
-        self._steps = table
-        return table
+            parts = [table]
+        return parts
 
     def _flush_phases(self) -> Columns:
         if len(self._new_phases):
@@ -1079,19 +1099,42 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _merge_in_time_order(table: Columns, chunk: Columns) -> Columns:
-    """Both in time order; as a stable sort of the two one after the other, but only the rows
-    of `table` later than the chunk's first are sorted again (late lines: a slow log)."""
+def _merge_in_time_order(table: Columns, chunk: Columns) -> list[Columns]:
+    """Both in time order: the rows of a stable sort of the two one after the other, in
+    pieces that follow each other in time (not joined: the caller joins them, or hands them
+    out as they are). Only the rows of `table` from the chunk's first time on are sorted
+    again (late lines: a slow log); the rows before it are the first piece, as they lie, and
+    every row of a later piece is at or after that time."""
     if not len(table):
-        return chunk
+        return [chunk]
     if not len(chunk):
-        return table
-    start = int(np.searchsorted(table["t"], chunk["t"][0], side="right"))
+        return [table]
+    start = int(np.searchsorted(table["t"], chunk["t"][0], side="left"))
     if start == len(table):
-        return Columns.concat([table, chunk])
+        return [table, chunk]
     tail = Columns.concat([table.rows(slice(start, None)), chunk])
     tail = tail.rows(np.argsort(tail["t"], kind="stable"))
-    return Columns.concat([table.rows(slice(None, start)), tail])
+    return [table.rows(slice(None, start)), tail] if start else [tail]
+
+
+def _in_batches(parts: list[Columns], phases: Columns) -> TakenSteps:
+    """Step pieces that follow each other in time as batches, each with the phase rows of
+    its times (a phase row is joined to its step by rank and time as each batch is taken
+    in)."""
+    if len(parts) == 1:
+        return TakenSteps(parts[0], phases)
+    t = phases["t"] if len(phases) else np.empty(0)
+    cuts = [0, *(int(np.searchsorted(t, part["t"][0], side="left")) for part in parts[1:]),
+            len(t)]
+    batches = [TakenSteps(part, phases.rows(slice(cuts[k], cuts[k + 1])) if len(t) else phases)
+               for k, part in enumerate(parts)]
+    return replace(batches[0], more=tuple(batches[1:]))
+
+
+def _joined(parts: list[Columns]) -> Columns:
+    """Tables one after the other (one of them as it is, even without rows)."""
+    full = [part for part in parts if len(part)]
+    return parts[0] if not full else full[0] if len(full) == 1 else Columns.concat(full)
 
 
 def _in_time_order(table: Columns) -> Columns:

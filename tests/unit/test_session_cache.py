@@ -373,6 +373,79 @@ def test_a_follower_restores_the_cache_and_takes_every_step(tmp_path: Path) -> N
     assert_same_table(taken.phases, fresh.phases())
 
 
+def test_rows_read_after_a_cache_that_is_behind_come_as_later_batches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An attach to a running session whose cache is behind: the rows read after the cache
+    are not joined to its millions (a copy) but handed out as batches after them, one after
+    the other in time, each with the phase rows of its steps; joined, the same as a fresh
+    read; taken in batch by batch, the same figures as all at once. Here rank 1 was behind
+    in the cache (its late rows sort among rank 0's cached ones, one at a cached time)."""
+    from neurotui.live.stepstate import StepState
+
+    d = make_session(tmp_path, finished=False)
+    behind = layout.probe_path(d, 1)
+    behind.write_text("".join(behind.read_text().splitlines(keepends=True)[:20]))  # to 112.0
+    with monkeypatch.context() as m:
+        m.setattr(cache, "RUNNING_MIN_NEW_BYTES", 0)
+        SessionReader(d).load()  # the cache, as the keeper wrote it
+    with open(behind, "a") as f:
+        f.write("".join(step(112.1 + i * 0.1, 1, 21 + i, phases={"data": 0.03, "fwd": 0.06})
+                        for i in range(10)))
+    with open(layout.probe_path(d, 0), "a") as f:
+        f.write("".join(step(113.1 + i * 0.1, 0, 31 + i, phases={"data": 0.02, "fwd": 0.04})
+                        for i in range(5)))
+
+    follower = SessionReader(d)
+    follower.poll()
+    taken = follower.take_steps()
+    assert follower.cache_state == "restored" and taken is not None
+    batches = taken.batches()
+    assert len(batches) == 2 and taken.rows == 30 + 20 + 10 + 5
+    assert batches[0].steps["t"].max() < batches[1].steps["t"].min() == 112.1
+    for batch in batches:
+        steps = set(zip(batch.steps["t"].tolist(), batch.steps["rank"].tolist(), strict=True))
+        assert set(zip(batch.phases["t"].tolist(), batch.phases["rank"].tolist(),
+                       strict=True)) <= steps
+    fresh = SessionReader(d, use_cache=False).load()
+    joined = taken.joined()
+    assert_same_table(joined.steps, fresh.steps())
+    assert_same_table(joined.phases, fresh.phases())
+
+    in_batches, at_once = StepState(started_at=100.0), StepState(started_at=100.0)
+    for batch in batches:
+        in_batches.add(batch.steps, phases=batch.phases)
+    at_once.add(joined.steps, phases=joined.phases)
+    assert in_batches.rows == at_once.rows == 65 and in_batches.late_rows == 0
+    assert in_batches.breakdown.result() == at_once.breakdown.result()
+    assert in_batches.rank_medians() == at_once.rank_medians()
+
+
+def test_a_job_hands_out_every_batch_of_a_node_whose_cache_is_behind(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's reader passes on each node's batches (the node's cached rows, then those read
+    since), none dropped."""
+    from neurotui.session.jobreader import JobReader
+    from tests.unit.test_compare_job_figures import make_part
+
+    parts = [make_part(tmp_path, node, attempts=1) for node in (0, 1)]
+    meta = json.loads((parts[0] / layout.META).read_text())
+    write_json_atomic(parts[0] / layout.META, {**meta, "ended_at": None, "exit": None})
+    with monkeypatch.context() as m:  # node 0 runs on: its cache as the keeper wrote it
+        m.setattr(cache, "RUNNING_MIN_NEW_BYTES", 0)
+        SessionReader(parts[0]).load()
+    rank = layout.probe_path(parts[0], 0)
+    last = json.loads(rank.read_text().splitlines()[-1])
+    with open(rank, "a") as f:
+        f.write("".join(step(last["t"] + i, 0, last["step"] + i) for i in range(1, 6)))
+    job = JobReader(tmp_path, "J")
+    job.poll()
+    taken = job.take_steps()
+    assert taken is not None and len(taken.batches()) == 3
+    fresh = [SessionReader(p, use_cache=False).load().steps() for p in parts]
+    assert taken.rows == sum(len(f) for f in fresh) == 2 * 4 * 60 + 5
+    assert job.parts[0].reader.cache_state == "restored"
+
+
 # -- the cache on its own (no reader) ------------------------------------------------------
 
 ODD_PHASES = ["data", "forward", "optimizer step/all-reduce", "../../etc/passwd", "a b",
