@@ -216,9 +216,6 @@ def main() -> None:
 
         raw = min(raw_read(session) for _ in range(3))
         print(f"{'raw read of the files (best of 3)':52}{raw:8.2f} s")
-        bare, lines = bare_parse(session)
-        print(f"{f'bare parse (json.loads per line, {lines:,} lines)':52}{bare:8.2f} s")
-
         saving: list[float] = []
         save = cache.save
 
@@ -230,9 +227,12 @@ def main() -> None:
                 saving.append(time.perf_counter() - began)
 
         cache.save = timed_save  # type: ignore[assignment]
-        colds = []
-        # As many reads as the cached loads' (this VM's run-to-run noise is +-15%): a new
-        # cold read each time, the cache it wrote removed.
+        colds, fresh = [], []
+        # As many reads as the cached loads' (this VM's run-to-run noise is +-15%), in this
+        # process and in new ones by turns, and before the bare parse: this VM runs slower
+        # after tens of seconds at full load (the same new process's read took 2.4-3.0 s
+        # before the bare parse, 3.4-3.9 s right after it). A cold read each time, the cache
+        # the last one wrote removed.
         for _ in range(args.repeats):
             shutil.rmtree(session / cache.CACHE_DIR, ignore_errors=True)
             os.sync()  # the last read's cache written back now, not during this one
@@ -241,8 +241,13 @@ def main() -> None:
             reader = load_steps(session, 300)
             colds.append(time.perf_counter() - started - (saving[0] if saving else 0.0))
             assert reader.cache_state == "written", reader.cache_state
+            cache_mib = sum(f.stat().st_size for f in (session / cache.CACHE_DIR).iterdir()) \
+                / 2**20
+            fresh.append(cold_in_a_new_process(session))  # (which removes the cache first)
         cache.save = save  # type: ignore[assignment]
         write = saving[0] if saving else float("nan")
+        bare, lines = bare_parse(session)
+        print(f"{f'bare parse (json.loads per line, {lines:,} lines)':52}{bare:8.2f} s")
         cold = statistics.median(colds)
         steps = len(reader.steps())
         cold_target = COLD_TARGET_S_PER_MILLION * events / 1e6
@@ -251,9 +256,7 @@ def main() -> None:
               f"{cold / bare:.2f}x the bare parse, {cold / raw:.1f}x the raw read (target "
               f"{cold_target:.1f} s)")
         print(f"{'  + writing the cache (once: the run end does it)':52}{write:8.2f} s  "
-              f"({sum(f.stat().st_size for f in (session / '.cache').iterdir()) / 2**20:.0f}"
-              " MiB)")
-        fresh = [cold_in_a_new_process(session) for _ in range(args.repeats)]
+              f"({cache_mib:.0f} MiB)")
         print(f"{'  as the first read of a new process (no pandas)':52}"
               f"{statistics.median(fresh):8.2f} s  (median of {len(fresh)}: "
               f"{', '.join(f'{c:.2f}' for c in fresh)}; target {cold_target:.1f} s)")
