@@ -940,7 +940,7 @@ class SessionReader:
         if self._voided:
             return None
         # In pieces: the cached rows and the rows read after them are not joined (a copy of
-        # the 3 M rows an attach restores, a quarter of a second).
+        # the 2.8 M rows an attach restores: 160 MB, 0.07-0.27 s).
         parts, phases = self._flush_step_parts(), self._flush_phases()
         self._steps = _StepColumns().columns()
         self._phases = None
@@ -967,8 +967,7 @@ class SessionReader:
 
     def _flush_steps(self) -> Columns:
         """The step table, with the rows waiting in typed arrays merged in."""
-        parts = self._flush_step_parts()
-        self._steps = parts[0] if len(parts) == 1 else Columns.concat(parts)
+        self._steps = _joined(self._flush_step_parts())
         return self._steps
 
     def _flush_step_parts(self) -> list[Columns]:
@@ -982,7 +981,7 @@ class SessionReader:
                 self._log_losses.clear()
             parts = _merge_in_time_order(self._steps, chunk)
         if self._purge:  # once per rank: a better source appeared after rows of worse ones
-            table = parts[0] if len(parts) == 1 else Columns.concat(parts)
+            table = _joined(parts)
             rank, codes = table["rank"], table["src"]
             rank_order = _PRECEDENCE_OF_CODE[codes]
             drop = np.zeros(len(table), dtype=bool)
@@ -1132,7 +1131,8 @@ def _in_batches(parts: list[Columns], phases: Columns) -> TakenSteps:
 
 
 def _joined(parts: list[Columns]) -> Columns:
-    """Tables one after the other (one of them as it is, even without rows)."""
+    """Tables one after the other; one with rows (or the first, when none has any: its
+    columns stay named) as it is, not copied."""
     full = [part for part in parts if len(part)]
     return parts[0] if not full else full[0] if len(full) == 1 else Columns.concat(full)
 

@@ -106,8 +106,7 @@ def generate(session: Path, events: int = 3_000_000, ranks: int = 32, hours: flo
         f.write(f'{{"t": {T0 + seconds + 4.0}, "kind": "proc_exit", "attempt": 0, '
                 f'"pid": 1000, "code": 0, "signal": null, "tail": {{}}}}\n')
     # On disk before anything is timed, as a user's long-written session is: the kernel
-    # writes a gigabyte of dirty pages back about 30 s after it was written, taking CPU
-    # from whatever is measured then (a cold load 20% slower in this VM).
+    # would write this gigabyte of dirty pages back about 30 s later, during a timed read.
     os.sync()
     return per_rank * ranks + 2 * seconds + 3
 
