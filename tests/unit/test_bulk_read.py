@@ -12,20 +12,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neurotui.session import bulk, layout
+from neurotui.session import bulk, cache, layout
 from neurotui.session.reader import SessionReader
 from tests.unit.test_session_reader import make_session
 
 ODD_VALUES = [None, True, "3", 1.5, -1, 2**64, 10**400, float("nan"), [], {}, "probe", 0]
 
 
-def _read(session: Path, in_bulk: bool, monkeypatch: pytest.MonkeyPatch,
+def _read(session: Path, how: str, monkeypatch: pytest.MonkeyPatch,
           history: int | None) -> SessionReader:
+    """`how`: "bulk" as a reader reads, "spans" with every piece's lines found where they
+    lie (as a telemetry piece's are: bulk.spans_of), "each" line by line."""
     with monkeypatch.context() as m:
-        if not in_bulk:
+        if how == "each":
             m.setattr(bulk, "MIN_BATCH", 10**9)
             m.setattr(bulk, "MIN_BLOCK", 10**9)
-        reader = SessionReader(session, telemetry_history=history, use_cache=False)
+        elif how == "spans":
+            m.setattr(bulk, "SPAN_MIN_LINE_BYTES", 0)
+        m.setattr(cache, "save", lambda *_: False)  # each reader parses: none restores
+        reader = SessionReader(session, telemetry_history=history)
         reader.load()
         return reader
 
@@ -33,10 +38,11 @@ def _read(session: Path, in_bulk: bool, monkeypatch: pytest.MonkeyPatch,
 def assert_same_reads(session: Path, monkeypatch: pytest.MonkeyPatch,
                       history: int | None = 5) -> SessionReader:
     """Steps, phases, problems (in order), the events kept (the last `history` telemetry
-    samples) and the event index: the same in bulk as line by line."""
-    in_bulk = _read(session, True, monkeypatch, history)
-    each = _read(session, False, monkeypatch, history)
+    samples) and the event index: the same in bulk, with lines as spans, and line by line."""
+    in_bulk = _read(session, "bulk", monkeypatch, history)
+    each = _read(session, "each", monkeypatch, history)
     assert_readers_agree(in_bulk, each)
+    assert_readers_agree(_read(session, "spans", monkeypatch, history), each)
     return in_bulk
 
 
@@ -228,3 +234,58 @@ def test_a_follower_s_short_pieces_of_many_files_read_the_same_decoded_together(
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     assert readers[0].problems.locations == readers[1].problems.locations == [
         "probe/rank-4.jsonl:13 (not JSON)"]
+
+
+@pytest.mark.parametrize("odd", ["none", "a bad line", "a blank line"])
+def test_a_telemetry_piece_of_long_lines_is_read_where_its_lines_lie(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str) -> None:
+    """events.jsonl of a long run is kilobyte telemetry lines, a few steps and events among
+    them: its lines are found where they lie (bulk.Spans), only some made bytes, and read
+    the same as line by line, to the event index. A step written with its kind late or its
+    step as a string, a telemetry time out of range, an unknown kind go one by one; a bad
+    or blank line sends the piece to the split path."""
+    session = make_session(tmp_path)
+    procs = [{"pid": 4000 + p, "cpu": 97.5, "rss": 2_000_000_000 + p,
+              "cmd": f"python train.py --rank {p} --model vit_small_patch16_224"}
+             for p in range(16)]
+    lines = []
+    for i in range(300):
+        t = 1_700_000_000.0 + i
+        lines.append(_line({"t": t, "kind": "procs", "procs": procs}, spaced=i % 2 == 0))
+        lines.append(_line({"t": t, "kind": "host", "cpu": [50.0] * 32, "mem": 1e10},
+                           spaced=False))
+        if i % 10 == 0:
+            lines.append(_line({"t": t + 0.5, "kind": "step", "rank": i % 3, "step": i,
+                                "samples": 32, "loss": 1.0, "src": "log"}, spaced=i % 20 == 0))
+        if i % 37 == 5:
+            lines.append(_line({"rank": 1, "step": i, "t": t + 0.6, "samples": 32,
+                                "src": "log", "loss": 2.0, "note": "x" * 40, "kind": "step"},
+                               spaced=False))
+        if i % 41 == 7:
+            lines.append(_line({"t": -5.0, "kind": "host", "cpu": [1.0]}, spaced=False))
+            lines.append(_line({"t": t, "kind": "someday", "x": 1}, spaced=False))
+            lines.append(_line({"t": t, "kind": "alert", "what": "slow rank"}, spaced=False))
+            lines.append(_line({"t": t, "kind": "step", "rank": 1, "step": "3"}, spaced=False))
+    if odd == "a bad line":
+        lines.insert(333, '{"t": 1700000100.0, "kind": "host", "cpu": [1, 2')
+    elif odd == "a blank line":
+        lines.insert(333, "")
+    _write(session / layout.EVENTS, lines)
+    assert len("\n".join(lines)) / len(lines) > bulk.SPAN_MIN_LINE_BYTES  # long lines
+    sorted_by_heads = []
+    by_heads = SessionReader._sort_by_heads
+    monkeypatch.setattr(SessionReader, "_sort_by_heads", staticmethod(
+        lambda spans, heads: (sorted_by_heads.append(len(spans)), by_heads(spans, heads))[1]))
+    for history in (0, 5, None):
+        reader = assert_same_reads(session, monkeypatch, history)
+    assert (sorted_by_heads != []) == (odd == "none")
+    steps = reader.step_columns()
+    assert len(steps) == 30 + 8 + 8  # the late-kind steps, and a step of "3" (as a line is)
+    assert len(reader.events["host"]) == 300 and len(reader.events["alert"]) == 8
+    assert reader.problems.unknown_kinds == {"someday": 8}
+    assert reader.problems.bad_lines == 8 + (odd == "a bad line")  # the times of -5
+    index = reader._index.columns()
+    with open(session / layout.EVENTS, "rb") as f:  # the index says where each line lies
+        for offset, length in zip(index["offset"][-3:], index["length"][-3:], strict=True):
+            f.seek(int(offset))
+            assert json.loads(f.read(int(length)))["kind"] in ("host", "procs", "alert")

@@ -177,14 +177,17 @@ def test_late_rows_are_merged_as_a_stable_sort_of_everything(tmp_path: Path) -> 
                 n = next_step[rank]
                 next_step[rank] += 1
                 # Half-second times: ties across ranks; rank 2 runs behind the others.
-                new.append(step(100 + n * 0.5 - (3 if rank == 2 else 0), rank, n))
+                # Every column its own values: each is sorted into memory another left.
+                new.append(step(100 + n * 0.5 - (3 if rank == 2 else 0), rank, n,
+                                samples=n + 8.0 * rank, loss=n / 7 + rank, dt=n / 100,
+                                attempt=n % 2))
             _write(layout.probe_path(d, rank), new)
             arrived += new
         r.poll()
         r.steps()  # merged poll by poll
-    expected = pd.DataFrame(arrived)[["t", "rank", "step"]].sort_values(
-        "t", kind="stable", ignore_index=True)
-    got = r.steps()[["t", "rank", "step"]]
+    shown = ["t", "rank", "step", "samples", "loss", "dt", "attempt"]
+    expected = pd.DataFrame(arrived)[shown].sort_values("t", kind="stable", ignore_index=True)
+    got = r.steps()[shown]
     assert len(got) == len(arrived) > 30
     pd.testing.assert_frame_equal(got, expected)
 
