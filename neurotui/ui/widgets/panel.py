@@ -14,6 +14,8 @@ from textual.content import Content
 from textual.filter import ANSIToTruecolor, LineFilter
 from textual.widget import Widget
 
+from neurotui.ui.widgets.linecache import CachedLines, LineStrips
+
 # Theme-relative styles shared by the panels ($variables resolve against the active theme,
 # so light, dark and 256-colour terminals all get readable contrasts).
 MUTED = "$text-muted"
@@ -74,6 +76,8 @@ class Panel(Widget, can_focus=True):
         self.node: str | None = None
         """The node of a job of many nodes whose figures this panel shows (named in its
         title); None: a run of one node."""
+        self.line_strips = LineStrips()
+        """The strips of the last frame's lines: a line unchanged is not drawn again."""
 
     def show(self, state: Any) -> None:
         if state != self.state:
@@ -110,7 +114,7 @@ class Panel(Widget, can_focus=True):
             return Content.styled("reading the session...", "$text-muted")
         size = self.content_size
         lines = self.lines(self.state, max(1, size.width), max(1, size.height))
-        return Content("\n").join(fit(lines, max(1, size.height)))
+        return CachedLines(fit(lines, max(1, size.height)), self.line_strips, self.app.theme)
 
     def lines(self, state: Any, width: int, height: int) -> list[Line]:
         raise NotImplementedError
