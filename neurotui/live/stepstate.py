@@ -188,27 +188,26 @@ class StepState:
         if "src" in df:
             self.sources.update(metrics.steps_sources(df, STEP_SOURCES))
         self.last_t = max(self.last_t, float(np.nanmax(t)))
-        # Stable sort by (attempt, rank) keeps each rank's rows in time order.
+        # Stable sort by (attempt, rank) keeps each rank's rows in time order; the clock and
+        # the tracker take every rank's rows in one pass, the rest rank by rank.
         key = _group_key(df)
         order = np.argsort(key, kind="stable")
         ordered = key[order]
-        cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-        all_t, all_st, all_sc, all_past = [], [], [], []
-        for idx in np.split(order, cuts):
-            a, r = int(attempt[idx[0]]), int(rank[idx[0]])
-            cols = self.clock.take(a, r, t[idx], step[idx], dt[idx], samples[idx])
-            all_t.append(cols["t"])
-            all_st.append(cols["step_time"])
-            all_sc.append(cols["samples_covered"])
-            all_past.append(cols["past"])
-            self.tracker.add_group(a, r, cols["t"], cols["past"], cols["step_time"],
-                                   cols["samples"])
-            self.breakdown.add_group(a, r, cols["t"], cols["past"], cols["step_time"])
-            self._remember(a, r, cols)
-        t_cat, sc = np.concatenate(all_t), np.concatenate(all_sc)
+        firsts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        groups = list(zip(attempt[order[firsts]].tolist(), rank[order[firsts]].tolist(),
+                          strict=True))
+        cols = self.clock.take_groups(groups, firsts, t[order], step[order], dt[order],
+                                      samples[order])
+        self.tracker.add_groups(groups, firsts, cols["t"], cols["past"], cols["step_time"],
+                                cols["samples"])
+        ends = np.append(firsts[1:], len(order)).tolist()
+        for (a, r), start, end in zip(groups, firsts.tolist(), ends, strict=True):
+            mine = {name: values[start:end] for name, values in cols.items()}
+            self.breakdown.add_group(a, r, mine["t"], mine["past"], mine["step_time"])
+            self._remember(a, r, mine)
         # Warm-up flags: the history draws slow warm-up (compile) steps apart from its scale.
-        self.history.add(t_cat, np.concatenate(all_st), sc, np.concatenate(all_past))
-        self.total_samples += float(np.nansum(sc))
+        self.history.add(cols["t"], cols["step_time"], cols["samples_covered"], cols["past"])
+        self.total_samples += float(np.nansum(cols["samples_covered"]))
 
     def _remember(self, attempt: int, rank: int, cols: dict[str, np.ndarray]) -> None:
         self.latest_attempt = max(self.latest_attempt, attempt)

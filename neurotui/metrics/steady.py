@@ -289,16 +289,28 @@ class SteadyTracker:
     def add_group(self, attempt: int, rank: int, t: np.ndarray, past: np.ndarray,
                   step_time: np.ndarray, samples: np.ndarray) -> None:
         """One rank's new rows of one attempt, in time order, with their warm-up flags."""
+        self.add_groups([(attempt, rank)], np.zeros(1, dtype=np.int64), t, past, step_time,
+                        samples)
+
+    def add_groups(self, groups: list[tuple[int, int]], firsts: np.ndarray, t: np.ndarray,
+                   past: np.ndarray, step_time: np.ndarray, samples: np.ndarray) -> None:
+        """`add_group` for several ranks' rows at once: `groups` (attempt, rank), each one's
+        rows together from its place in `firsts` (StepClock.take_groups)."""
         if not len(t):
             return
         self._newest = max(self._newest, float(np.nanmax(t)))
+        lengths = np.diff(np.append(firsts, len(t)))
+        attempts = np.array([attempt for attempt, _ in groups], dtype=np.int64)
         if past.any():
-            first = float(t[past.argmax()])
-            self.steady_since[attempt] = min(self.steady_since.get(attempt, first), first)
+            # Each attempt's first steady step: the earliest past warm-up of any of its ranks.
+            row_attempt = np.repeat(attempts, lengths)
+            for attempt in np.unique(row_attempt[past]).tolist():
+                first = float(t[past & (row_attempt == attempt)].min())
+                self.steady_since[attempt] = min(self.steady_since.get(attempt, first), first)
         keep = past & np.isfinite(step_time)
         if keep.any():
-            self._pending.append((t[keep], np.full(int(keep.sum()), rank, dtype=np.int32),
-                                  samples[keep], step_time[keep]))
+            rank = np.repeat(np.array([r for _, r in groups], dtype=np.int32), lengths)
+            self._pending.append((t[keep], rank[keep], samples[keep], step_time[keep]))
 
     def result(self, compiles: Any) -> SteadyState | None:
         """`compiles`: as compile_hits takes them."""

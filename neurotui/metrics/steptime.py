@@ -8,6 +8,7 @@ tests/unit/test_metrics_forms.py holds them equal on random runs in random piece
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,25 +36,30 @@ DERIVED = ("step_time", "steps_covered", "samples_covered")
 
 
 def _step_times(elapsed: np.ndarray, advanced: np.ndarray, dt: np.ndarray | None,
-                carried: tuple[float, float] | None = None
-                ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
+                firsts: np.ndarray | None = None,
+                carried: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rule: (step_time, steps_covered) of rows from the time and steps since the rank's
-    previous row and the `dt` each reported, and the (time, steps) of the last row's read
-    (`carried` on, for the rank's next rows). Computed in place of `elapsed` and `advanced`
-    (float arrays the caller gives up: on a long run each is tens of MB).
+    previous row and the `dt` each reported, and each rank's last read, as (times, steps)
+    per rank (`carried` on, for the rank's next rows; with `firsts` only). Computed in place
+    of `elapsed` and `advanced` (float arrays the caller gives up: on a long run each is tens
+    of MB).
 
     Rows sharing one stamp (elapsed 0) were read together: they stand for the steps written
     since the rank's previous stamp, so each gets its read's time over its read's steps.
-    A read's first row may continue the rows before it (`carried`: their read so far)."""
+    `firsts`: where each rank's rows begin (each rank's rows together); a rank's first rows
+    may continue its read before them (`carried`: per rank, the (time, steps) of that read
+    so far; NaN: none)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         rising = advanced > 0
         shared = elapsed == 0
         if shared.any():
-            read_elapsed, read_advanced = _reads(elapsed, advanced, shared, carried)
+            read_elapsed, read_advanced = _reads(elapsed, advanced, shared, firsts, carried)
         else:  # a read a row: each row's own (most logs, and every probe.step() rank)
             read_elapsed, read_advanced = elapsed, advanced
-        last = (float(read_elapsed[-1]), float(read_advanced[-1])) if len(elapsed) else (
-            carried or (np.nan, np.nan))
+        lasts = np.append(firsts[1:], len(elapsed)) - 1 if firsts is not None else \
+            np.empty(0, dtype=np.int64)
+        last = (read_elapsed[lasts], read_advanced[lasts])  # (copies: taken before the divide)
         unknown = ~(rising & (read_elapsed > 0) & (read_advanced > 0))
         step_time = np.divide(read_elapsed, read_advanced, out=elapsed)  # from t and step
         step_time[unknown] = np.nan
@@ -62,26 +68,31 @@ def _step_times(elapsed: np.ndarray, advanced: np.ndarray, dt: np.ndarray | None
             step_time[reported] = dt[reported]
     covered = advanced
     covered[~rising] = 1.0
-    return step_time, covered, last
+    return step_time, covered, *last
 
 
 def _reads(elapsed: np.ndarray, advanced: np.ndarray, shared: np.ndarray,
-           carried: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+           firsts: np.ndarray | None, carried: tuple[np.ndarray, np.ndarray] | None
+           ) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the time and steps of its read: the elapsed of the read's first row (the
-    time since the previous stamp) and the steps of all its rows. Rows before the first that
-    starts a read continue `carried`'s."""
-    starts = np.flatnonzero(~shared)
-    lead = int(starts[0]) if len(starts) else len(shared)
+    time since the previous stamp) and the steps of all its rows. A rank's rows before the
+    first that starts a read continue `carried`'s (its read so far: NaN where none)."""
+    begins = ~shared  # a read begins at a new stamp, and at each rank's first row
+    begins[0] = True
+    if firsts is not None:
+        begins[firsts] = True
+    starts = np.flatnonzero(begins)
     lengths = np.diff(np.append(starts, len(shared)))
-    read_elapsed, read_advanced = np.empty_like(elapsed), np.empty_like(advanced)
-    if lead:
-        before_elapsed, before_advanced = carried if carried is not None else (np.nan, np.nan)
-        read_elapsed[:lead] = before_elapsed
-        read_advanced[:lead] = before_advanced + advanced[:lead].sum()
-    if len(starts):
-        read_elapsed[lead:] = np.repeat(elapsed[starts], lengths)
-        read_advanced[lead:] = np.repeat(np.add.reduceat(advanced, starts), lengths)
-    return read_elapsed, read_advanced
+    read_elapsed, read_advanced = elapsed[starts], np.add.reduceat(advanced, starts)
+    going_on = shared[starts]  # a rank's first rows, sharing the stamp of its last read
+    if going_on.any():
+        if carried is None or firsts is None:
+            read_elapsed[going_on] = read_advanced[going_on] = np.nan
+        else:
+            rank = np.searchsorted(firsts, starts[going_on], side="right") - 1
+            read_elapsed[going_on] = carried[0][rank]
+            read_advanced[going_on] += carried[1][rank]
+    return np.repeat(read_elapsed, lengths), np.repeat(read_advanced, lengths)
 
 
 def _reached(progress: np.ndarray, warmup_steps: int) -> np.ndarray:
@@ -123,7 +134,7 @@ def with_step_time(steps: pd.DataFrame) -> pd.DataFrame:
     elapsed = diff_in_groups(floats(df["t"]), starts)
     advanced = diff_in_groups(numbers(df["step"]), starts)
     dt = floats(df["dt"]) if "dt" in df.columns else None
-    step_time, covered, _ = _step_times(elapsed, advanced, dt)
+    step_time, covered, *_ = _step_times(elapsed, advanced, dt)
     samples = floats(df["samples"]) if "samples" in df.columns else np.full(len(df), np.nan)
     return with_columns(df, dict(zip(DERIVED, (step_time, covered, samples * covered),
                                      strict=True)))
@@ -187,20 +198,62 @@ class StepClock:
              samples: np.ndarray) -> dict[str, np.ndarray]:
         """One rank's new rows of one attempt (time order, after its last row): their step
         time, samples covered and warm-up flag (`past`), continued from its last row."""
-        prev = self.carry.get((attempt, rank))
-        prev_t, prev_step = (prev.last_t, prev.last_step) if prev is not None else (
-            np.nan, np.nan)
-        elapsed = t - np.concatenate([[prev_t], t[:-1]])
-        advanced = step - np.concatenate([[prev_step], step[:-1]])
-        step_time, covered, read = _step_times(elapsed, advanced, dt,
-                                               prev.read if prev is not None else None)
-        first = prev.first_step if prev is not None else float(step[0])
-        progress = step - first
-        if prev is not None:
-            progress = np.fmax(progress, prev.progress)
-        progress = np.fmax.accumulate(progress)  # the running maximum, NaN skipped
-        self.carry[(attempt, rank)] = RankCarry(float(t[-1]), float(step[-1]), first,
-                                                float(progress[-1]), read)
+        return self.take_groups([(attempt, rank)], np.zeros(1, dtype=np.int64), t, step, dt,
+                                samples)
+
+    def take_groups(self, groups: list[tuple[int, int]], firsts: np.ndarray, t: np.ndarray,
+                    step: np.ndarray, dt: np.ndarray, samples: np.ndarray
+                    ) -> dict[str, np.ndarray]:
+        """`take` for the rows of several ranks at once: `groups` (attempt, rank), each one's
+        rows together from its place in `firsts`, in time order. One pass over all of them:
+        a job's refresh brings a few rows of each of hundreds of ranks, and numpy's cost a
+        call, paid for each rank, was most of the live model's."""
+        n = len(t)
+        if not n:
+            return {"t": t, "step": step, "step_time": t.copy(), "samples": samples,
+                    "samples_covered": samples.copy(), "past": np.zeros(0, dtype=bool)}
+        ends = np.append(firsts[1:], n)
+        prevs = [self.carry.get(group) for group in groups]
+        known = [p for p in prevs if p is not None]
+        had = np.array([p is not None for p in prevs], dtype=bool)
+
+        def per_rank(value: Callable[[RankCarry], float], default: np.ndarray | float
+                     ) -> np.ndarray:
+            out = np.array(np.broadcast_to(default, len(groups)), dtype=float)
+            out[had] = [value(p) for p in known]
+            return out
+
+        before_t, before_step = np.empty(n), np.empty(n)  # each row's previous row
+        before_t[1:], before_step[1:] = t[:-1], step[:-1]
+        before_t[firsts] = per_rank(lambda p: p.last_t, np.nan)
+        before_step[firsts] = per_rank(lambda p: p.last_step, np.nan)
+        carried = (per_rank(lambda p: p.read[0], np.nan), per_rank(lambda p: p.read[1], np.nan))
+        step_time, covered, last_time, last_steps = _step_times(
+            t - before_t, step - before_step, dt, firsts, carried)
+        rank_of_row = np.repeat(np.arange(len(groups)), ends - firsts)
+        first_step = per_rank(lambda p: p.first_step, step[firsts])
+        progress = np.fmax(step - first_step[rank_of_row],
+                           per_rank(lambda p: p.progress, np.nan)[rank_of_row])
+        _running_max_in_groups(progress, firsts, ends)  # NaN skipped
+        for i, group in enumerate(groups):
+            last = int(ends[i]) - 1
+            self.carry[group] = RankCarry(float(t[last]), float(step[last]),
+                                          float(first_step[i]), float(progress[last]),
+                                          (float(last_time[i]), float(last_steps[i])))
         return {"t": t, "step": step, "step_time": step_time, "samples": samples,
                 "samples_covered": samples * covered,
                 "past": _reached(progress, self.warmup_steps)}
+
+
+def _running_max_in_groups(values: np.ndarray, firsts: np.ndarray, ends: np.ndarray) -> None:
+    """Each group's running maximum (np.fmax.accumulate: NaN skipped), in place; only the
+    groups where it changes anything are passed over (steps mostly rise)."""
+    with np.errstate(invalid="ignore"):
+        falls = np.zeros(len(values), dtype=bool)
+        falls[1:] = ~(values[1:] >= values[:-1])  # lower, or NaN on either side
+    falls[firsts] = False
+    if not falls.any():
+        return
+    for i in np.unique(np.searchsorted(firsts, np.flatnonzero(falls), side="right") - 1):
+        start, end = int(firsts[i]), int(ends[i])
+        values[start:end] = np.fmax.accumulate(values[start:end])
