@@ -673,7 +673,6 @@ class SessionReader:
         lines kept as lines, column-wise, and the rest (with any step line the bulk decode
         would not take) one by one. A run's --samples-per-step shares the batch among the
         ranks seen so far, line by line: such sessions take the per-line path."""
-        heads = None
         if len(lines) < bulk.MIN_BATCH or self._samples_per_step is not None:
             decoded, one_by_one, telemetry = bulk.empty(), list(range(len(lines))), {}
         elif isinstance(lines, bulk.Spans) and block is not None and \
@@ -681,7 +680,8 @@ class SessionReader:
             decoded, one_by_one, telemetry = self._sort_by_heads(lines, heads)
         else:
             if isinstance(lines, bulk.Spans):  # a bad or blank line: each looked at
-                lines = lines.split()
+                # (block: None, as the whole piece's heads just failed on that line)
+                lines, block = lines.split(), None
             decoded, rejected, others = bulk.decode(lines)
             one_by_one = sorted(rejected + others)
             telemetry = self._telemetry_heads(lines, others, block)
@@ -755,7 +755,7 @@ class SessionReader:
             kind = head.kind
             if kind == "step":
                 steps.append(i)
-            elif kind in BOUNDED_KINDS and 0.0 <= head.t < MAX_TIME:
+            elif _left_as_line(head):
                 telemetry[i] = kind
             else:
                 others.append(i)
@@ -770,8 +770,7 @@ class SessionReader:
         if len(which) < bulk.MIN_BATCH // 4:
             return {}
         heads, taken, _ = bulk.decode_heads(lines, which, block)
-        return {i: h.kind for i, h in zip(taken, heads, strict=True)
-                if h.kind in BOUNDED_KINDS and 0.0 <= h.t < MAX_TIME}
+        return {i: h.kind for i, h in zip(taken, heads, strict=True) if _left_as_line(h)}
 
     def _take_decoded(self, steps: bulk.DecodedSteps) -> int:
         """_take_step for a bulk of decoded step lines, column by column."""
@@ -1123,6 +1122,12 @@ def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]) -> C
         if at >= 0 and math.isnan(loss[rows[at]]):
             loss[rows[at]] = value
     return chunk.with_column("loss", loss)
+
+
+def _left_as_line(head: bulk.Head) -> bool:
+    """Whether a well-formed record is telemetry kept as its line (parsed only if among the
+    last kept): a bounded kind with a time in range."""
+    return head.kind in BOUNDED_KINDS and 0.0 <= head.t < MAX_TIME
 
 
 def _positions(lines: Sequence[bytes], start: int) -> tuple[np.ndarray, np.ndarray]:
