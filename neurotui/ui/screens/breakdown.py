@@ -11,10 +11,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from neurotui.live.model import DashboardState
 from neurotui.ui.widgets.breakdown import BreakdownPanel
+from neurotui.ui.widgets.footer import KeysFooter
 from neurotui.ui.widgets.header import SessionHeader
 
 
@@ -35,7 +35,7 @@ class BreakdownScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield SessionHeader(replay=self.replay)
         yield BreakdownPanel(id="breakdown")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         if self.state is not None:

@@ -23,7 +23,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, SelectionList, Static
+from textual.widgets import DataTable, SelectionList, Static
 from textual.widgets.selection_list import Selection
 from textual.worker import Worker, WorkerState
 
@@ -44,6 +44,7 @@ from neurotui.session.paths import list_sessions
 from neurotui.session.reader import SessionFormatError
 from neurotui.textsafe import safe_text, visible_text
 from neurotui.ui.widgets.compare_chart import CompareChart, curves_from_overlay
+from neurotui.ui.widgets.footer import KeysFooter
 from neurotui.ui.widgets.panel import ERROR, LABEL, MUTED, WARN
 
 BASELINE_LABEL = "base"
@@ -139,7 +140,7 @@ class CompareScreen(Screen[None]):
         chart = CompareChart()
         chart.border_title = "Throughput over time"
         yield chart
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._set_columns(self.query_one("#compare-table", DataTable), [])

@@ -11,11 +11,11 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from neurotui import fmt, heatmap
 from neurotui.live.model import DashboardState, HostState
 from neurotui.ui.widgets.cells import heat_map_lines
+from neurotui.ui.widgets.footer import KeysFooter
 from neurotui.ui.widgets.panel import LABEL, MUTED, VALUE
 
 LATEST_W = 6  # " 100%" after each row
@@ -102,7 +102,7 @@ class CpuHeatScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield CpuHeatView()
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         if self._first is not None:

@@ -8,10 +8,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from neurotui.ui.widgets.accelerator import AcceleratorPanel
 from neurotui.ui.widgets.alerts import AlertsPanel
+from neurotui.ui.widgets.footer import KeysFooter
 from neurotui.ui.widgets.header import SessionHeader
 from neurotui.ui.widgets.host import HostPanel
 from neurotui.ui.widgets.logs import LogPanel
@@ -53,7 +53,7 @@ class DashboardScreen(Screen[None]):
         yield LogPanel()
         if self.bar is not None:
             yield self.bar
-        yield Footer()
+        yield KeysFooter()
 
     def show_state(self, state: DashboardState) -> None:
         self.query_one(SessionHeader).show(state.header)

@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
 from neurotui import fmt
@@ -40,6 +40,7 @@ from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.status import status_of
 from neurotui.textsafe import safe_text, visible_text
 from neurotui.ui.screens.confirm_delete import ConfirmDelete
+from neurotui.ui.widgets.footer import KeysFooter
 from neurotui.ui.widgets.panel import ERROR, LABEL, MUTED
 
 READING = "reading..."
@@ -131,7 +132,7 @@ class HomeScreen(Screen[None]):
                     id="home-filter")
         yield DataTable(id="home-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="home-detail", markup=False)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#home-table", DataTable).focus()
