@@ -90,3 +90,38 @@ def test_losses_are_summed_by_what() -> None:
     assert text.startswith("lost 3 events, 1,000 log bytes, 7 probe steps "
                            "(No space left on device, ")
     assert recorded.lost_text([]) is None
+
+
+def test_probe_files_read_as_they_grow_give_the_steps_of_their_valid_lines(
+        tmp_path: Path) -> None:
+    """Each read's step lines are decoded together; a line being written waits for its end,
+    and a read holding a line that is not one step record takes the others line by line."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    path = probe / "auto-rank-3.jsonl"
+
+    def record(step: int) -> str:
+        return json.dumps({"t": step * step / 10, "kind": "step", "rank": 3, "step": step,
+                           "src": "auto", "attempt": 0, "phases": {"step": 0.1}})
+
+    whole = [record(i) for i in range(1, 9)]
+    pieces = [
+        "".join(f"{line}\n" for line in whole[:4]),  # all steps: one decode
+        whole[4][:20],  # a line cut by the writer
+        whole[4][20:] + "\n" + whole[5] + "\n"
+        + '{"t": 1, "kind": "probe_info", "what": "step"}\n'  # says "step", is no step
+        + f"{record(90)}, {record(91)}\n"  # two records on one line: garbage
+        + whole[6] + "\n",
+        "\n" + whole[7] + "\n",
+    ]
+    watch = StallWatch(tmp_path)
+    for piece in pieces:
+        with path.open("a") as f:
+            f.write(piece)
+        watch.read_probes()
+    expected = StallWatch(tmp_path / "none")
+    for step in range(1, 9):
+        expected.step(3, step, step * step / 10, "auto")
+    got, want = watch._tracks[(3, "auto")], expected._tracks[(3, "auto")]
+    assert (got.last_step, got.last_t, list(got.times)) == \
+        (want.last_step, want.last_t, list(want.times))
