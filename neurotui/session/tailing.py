@@ -10,28 +10,12 @@ _LONG_LINE_STEP = 1 << 20
 """A line longer than a whole piece is read to its end this many bytes at a time."""
 
 
-def read_new_lines(path: Path, offset: int, pending: bytes,
-                   max_bytes: int = -1) -> tuple[list[bytes], int, bytes]:
-    """Lines appended to `path` after `offset`, without their newline.
-
-    Returns (lines, new offset, new pending). A last line with no newline yet is handed back as
-    `pending`, to be completed by the next read: a writer may be in the middle of it.
-    `max_bytes` bounds one read (-1: to the end); a line cut by it waits in `pending` too.
-    Raises OSError (FileNotFoundError when the file is not there yet).
-    """
-    with open(path, "rb") as f:
-        f.seek(offset)
-        chunk = f.read(max_bytes)
-    lines, pending = split_lines(pending, chunk)
-    return lines, offset + len(chunk), pending
-
-
 def read_new_block(path: Path, offset: int, max_bytes: int = -1) -> tuple[bytes, int]:
     """The bytes appended to `path` from `offset` (the start of a line) on, and how many of
     them are complete lines (up to and with the last newline).
 
-    Unlike read_new_lines, nothing is carried over: a last line still being written is read
-    again next time, from `offset + complete`. No piece is copied to join it to the carried
+    Nothing is carried over: a last line still being written is read again next time, from
+    `offset + complete`. No piece is copied to join it to the carried
     part (a long session's first read moves a gigabyte), and a bulk decoder takes the
     complete lines as they lie. `max_bytes` bounds one read (-1: to the end), unless a single
     line is longer: that one is read whole.

@@ -40,11 +40,21 @@ class _ProbeStep(msgspec.Struct):
 
 
 _PROBE_STEP = msgspec.json.Decoder(_ProbeStep)
-_decode_probe_step = _PROBE_STEP.decode
 """Typed decoding, not json.loads: a 32-rank job's probes write hundreds of steps a second,
 each with a phases dict that need not become Python objects here."""
-_decode_probe_steps = _PROBE_STEP.decode_lines
-"""A read's step lines in one call (a line at a time where one of them is not a step)."""
+
+
+def _decoded_steps(lines: list[bytes]) -> list[_ProbeStep]:
+    """The step records among `lines`: decoded in one call, or a line at a time where one of
+    them is not one (garbage, a value out of range, a record of another kind)."""
+    try:
+        return _PROBE_STEP.decode_lines(b"\n".join(lines))
+    except msgspec.DecodeError:
+        records: list[_ProbeStep] = []
+        for raw in lines:
+            with contextlib.suppress(msgspec.DecodeError):
+                records.append(_PROBE_STEP.decode(raw))
+        return records
 
 
 @dataclass(slots=True)
@@ -119,31 +129,13 @@ class StallWatch:
     def _take_probe_lines(self, block: bytes) -> None:
         """The step records of `block` (whole lines) of a probe file."""
         steps = [raw for raw in block.split(b"\n") if b'"step"' in raw]
-        if not steps:
-            return
-        try:
-            records = _decode_probe_steps(b"\n".join(steps))
-        except msgspec.DecodeError:  # garbage, a cut line, a value out of range: not a step
-            for raw in steps:
-                self._take_probe_line(raw)
-            return
-        for record in records:
+        for record in _decoded_steps(steps):
             if record.kind == "step" and record.attempt == self.attempt:
                 self.step(record.rank or 0, record.step, record.t, record.src or "probe")
 
     def _probe_files(self) -> list[Path]:
         probe, auto = self._probe_folder.both()
         return [*probe.values(), *auto.values()]
-
-    def _take_probe_line(self, raw: bytes) -> None:
-        if b'"step"' not in raw:
-            return
-        try:
-            record = _decode_probe_step(raw)
-        except msgspec.DecodeError:  # garbage, a cut line, a value out of range: not a step
-            return
-        if record.kind == "step" and record.attempt == self.attempt:
-            self.step(record.rank or 0, record.step, record.t, record.src or "probe")
 
     def stalled(self, now: float) -> dict[int, tuple[float, float, int]]:
         """Stalled ranks -> (seconds without a step, median step time, last step)."""

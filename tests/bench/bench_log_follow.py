@@ -20,7 +20,8 @@ measured:
 Beside them, reported and not judged against the CPU target (which is the logs' path): the
 case neurotui meets by default in a PyTorch training loop, under torchrun. Each rank steps a
 torch optimizer before its line and neurotui's automatic probe (on, as by default) records the
-steps from inside the rank; the logs are then read at polls, not stamped a line at a time.
+steps from inside the rank. The supervisor then reads the probe's files each second besides
+stamping the log lines as in the other cases (their losses go onto the probe's rows).
 
 Anchors, measured in the same run: a Python process that only sleeps and wakes as often as the
 supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); and the same loop
@@ -154,8 +155,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         lines: str = "runner", launcher: str = "torchrun",
         auto_probe: bool = False) -> dict[str, float]:
     """`auto_probe`: each rank steps a torch optimizer before its line, and neurotui's
-    automatic probe (on, as by default) records the steps: the logs are then read at polls,
-    not stamped a line at a time."""
+    automatic probe (on, as by default) records the steps; the log lines are stamped too."""
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.py"
         job.write_text(JOB)
@@ -201,7 +201,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
                    for r, s, t in json.loads(Path(f"{truth}.{rank}").read_text())}
         stamped = {}
         records = [session / "events.jsonl"]
-        if auto_probe:  # the steps the probe wrote (the logs' step lines are not recorded)
+        if auto_probe:  # the probe's steps: what the reader keeps of a rank it times
             records = sorted((session / "probe").glob("auto-rank-*.jsonl"))
         for path in records:
             for line in path.read_text().splitlines():
@@ -252,10 +252,8 @@ def main() -> int:
         figures = run(ranks, rate, args.seconds, watch=watch, lines=shape, launcher=launcher,
                       auto_probe=auto_probe)
         anchor = idle_loop_share(figures["wakeups_per_s"])
-        # One fstat a line: the least that stamps every line by its log's write time (the
-        # automatic probe's steps carry their own).
-        looks = round(ranks * rate / figures["wakeups_per_s"]) if watch and not auto_probe \
-            else 0
+        # One fstat a line: the least that stamps every line by its log's write time.
+        looks = round(ranks * rate / figures["wakeups_per_s"]) if watch else 0
         floor = idle_loop_share(figures["wakeups_per_s"], looks=looks)
         truth = 1.0 / rate
         error = abs(figures["step_median_s"] / truth - 1)
