@@ -273,11 +273,15 @@ class Supervisor:
             # While busy logs are read in batches, work due before the next batch is done in
             # this wakeup (_wait_tick returned early for it), not in one of its own.
             soon = now + self.follower.pause_s
+            telemetry_due = soon >= next_telemetry
+            if telemetry_due:
+                # Before the logs: their lines are placed by the probe's steps (stepoffsets).
+                self._guarded("reading the probe files", self.stalls.read_probes)
             if soon >= next_logs:
                 self._guarded("reading the job's logs", self.follower.poll, now)
                 restart_asked |= self._take_request()
                 next_logs = _next_due(next_logs, self.follower.poll_s, now)
-            if soon >= next_telemetry:
+            if telemetry_due:
                 self._sample_telemetry(now)
                 self._watch_alerts(now)
                 self._guarded("keeping the session's cache", self.cache_keeper.tick, now)
@@ -300,6 +304,7 @@ class Supervisor:
             restart_asked |= self._wait_tick(wake_at)
         self._forget_exit()
         self._sweep()
+        self._guarded("reading the probe files", self.stalls.read_probes)  # all, at its exit
         self._guarded("reading the job's logs", self.follower.poll, time.time(), True)
         code = returncode if returncode is None or returncode >= 0 else None
         sig_name = signal.Signals(-returncode).name if returncode and returncode < 0 else None
@@ -431,7 +436,6 @@ class Supervisor:
         self.alerts.update("disk-low", low_disk(self.dir), now)
         if self.exporter is not None:
             self._guarded("watching the metrics exporter", self.exporter.check)
-        self._guarded("reading the probe files", self.stalls.read_probes)
         # A graceful stop silences ranks on purpose: no stall then.
         self.alerts.update("stalled", self.stalls.alert(now) if self.stopping is None else None,
                            now)

@@ -30,6 +30,7 @@ from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepLineParser, StepValues, strip_rank_prefix
 from neurotui.supervisor import spool
 from neurotui.supervisor.stallwatch import StallWatch
+from neurotui.supervisor.stepoffsets import FileId
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
 POLL_S = 0.5
@@ -79,6 +80,10 @@ HELD_LINES_MAX = 10_000
 (the supervisor reads it from the rank's environment within a second or two of its start), at
 most this many per log and this long; then they go in under the local rank, and a warning says
 so."""
+PLACE_AFTER_S = 0.5
+"""A line of a log placed by the probe's steps (_read_placed) that no later step bounds yet is
+placed once the probe files were read this long after the line was: the probe writes a step
+within 50 ms of it, so every step done before the line was printed is known by then."""
 _RESUME_LOOKBACK_S = 60.0
 _RESUME_SCAN_BYTES = 64 << 20
 
@@ -202,6 +207,11 @@ class _Followed:
     looks: list[tuple[int, float]] = field(default_factory=list)
     """What looks saw of it since the last take (_note_change, _look): each one's size and
     stamp."""
+    ident: FileId | None = None  # (device, inode): the automatic probe names a log so
+    placed: bool = False
+    """Its lines are placed by the probe's steps (_read_placed), read at polls."""
+    held: list[tuple[int, float]] = field(default_factory=list)
+    """Placed, read but not yet taken: each read's end, and when it was read."""
 
     def split(self, chunk: bytes) -> list[bytes]:
         """The complete lines `chunk` (read after what was split before) ends, the rest
@@ -217,6 +227,9 @@ class _Followed:
         if self.fd is None:
             # A spool file is opened for writing too: punching holes needs it.
             self.fd = os.open(self.path, os.O_RDWR if self.copy else os.O_RDONLY)
+            status = os.fstat(self.fd)
+            self.ident = (status.st_dev, status.st_ino)
+            return status
         return os.fstat(self.fd)
 
     def read_chunk(self, now: float, upto: int | None = None) -> bytes:
@@ -362,6 +375,16 @@ def _written_at(modified_ns: int, now: float, after: float) -> float:
     return written if after - MTIME_SLACK_S <= written <= now else now
 
 
+def _line_ends(data: bytes, base: int) -> list[int]:
+    """Where each complete line of `data` (which begins at byte `base`) ends, past its
+    newline."""
+    ends, at = [], data.find(b"\n")
+    while at >= 0:
+        ends.append(base + at + 1)
+        at = data.find(b"\n", at + 1)
+    return ends
+
+
 def _modified_times(folders: list[Path]) -> dict[Path, int] | None:
     """Each folder's modification time (ns); None when one is not there (yet)."""
     try:
@@ -417,6 +440,8 @@ class LogFollower:
     _timed: list[_Followed] = field(default_factory=list)  # see _Followed.timed, _retime
     _probe_folder: layout.ProbeFolder = field(init=False)
     _polled_probe_logs: int = 0  # logs of probe.step() ranks, read at polls (see there)
+    _placed_logs: int = 0  # logs placed by the automatic probe's steps (_place_new_logs)
+    _placing_checked: tuple[int, int] = (0, 0)  # (files with steps, logs) at the last check
     _deferred: list[_Followed] = field(default_factory=list)
     """The logs looks saw grow (their `looks`), in the order first seen: read and taken at
     the next poll (take_read)."""
@@ -450,12 +475,18 @@ class LogFollower:
     @property
     def timing(self) -> dict[str, object]:
         """How the lines' times were taken, for meta.json's `log_timing`."""
+        placed = "" if not self._placed_logs else (
+            f"; the {self._placed_logs} logs of ranks timed by the automatic probe are read at "
+            "polls, each line stamped with the time of the probe's step it was printed after "
+            "(by how far the log was written at each step)")
         if self._changes is None or self._unwatched:
-            return {"method": "poll", "max_delay_s": POLL_S,
+            return {"method": "poll", "max_delay_s": POLL_S, "placed_logs": self._placed_logs,
                     "note": f"logs read every {POLL_S:g} s; the lines of a read stamped with "
-                            "their log's modification time (when its last line was written)"}
+                            "their log's modification time (when its last line was written)"
+                            + placed}
         polled = "" if self.parse_launcher else (
             "; the launcher's console, which repeats the ranks' logs, is read at polls")
+        polled += placed
         if self._polled_probe_logs:
             polled += (f"; the {self._polled_probe_logs} logs of ranks that report their steps "
                       f"through probe.step() are read at polls (their step lines are not "
@@ -463,7 +494,8 @@ class LogFollower:
         if self._batched:
             return {"method": "inotify", "max_delay_s": None,
                     "shared_stamp_lines": self.shared_lines,
-                    "polled_probe_logs": self._polled_probe_logs, "note": (
+                    "polled_probe_logs": self._polled_probe_logs,
+                    "placed_logs": self._placed_logs, "note": (
                 "lines stamped as soon as the kernel said their log changed; while "
                 f"the logs changed more than {BUSY_CHANGES_PER_S} times a second, read in "
                 f"batches {BATCH_MIN_S * 1000:.0f} to {BATCH_MAX_S * 1000:.0f} ms apart (a "
@@ -473,6 +505,7 @@ class LogFollower:
                 f"their log and carry its time (up to one batch late){polled}")}
         return {"method": "inotify", "max_delay_s": None,
                 "polled_probe_logs": self._polled_probe_logs,
+                "placed_logs": self._placed_logs,
                 "note": "lines stamped as soon as the kernel said their log changed"
                 + polled}
 
@@ -640,12 +673,17 @@ class LogFollower:
             self._poll_probed_logs()
         self.take_read()  # before anything else: lines are taken in the order read
         self._discover(now)
+        self._place_new_logs()
         for followed in self._files.values():
             # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
             # the last one, after the job's exit, reads each to its end.
             # A watched log is read as far as its looks saw (take_read, above); polled, all
             # it gained.
-            if final or not followed.watched or followed.behind:
+            if followed.placed:
+                followed.behind = self._read_placed(followed, now, final)
+                while followed.behind and final:
+                    followed.behind = self._read_placed(followed, now, final)
+            elif final or not followed.watched or followed.behind:
                 followed.behind = self._read(followed, now)
                 while followed.behind and final:
                     followed.behind = self._read(followed, now)
@@ -683,6 +721,78 @@ class LogFollower:
                     self._timed.remove(followed)
                 followed.behind = True  # what it gained since its last read: at this poll
                 self._polled_probe_logs += 1
+
+    def _place_new_logs(self) -> None:
+        """Logs whose lines the automatic probe's steps can place (stepoffsets: its records
+        say where the rank's stdout and stderr stood at each step) are read at polls from now
+        on and placed by them (_read_placed), not looked at as they change: no wakeup a line,
+        and each loss with the step it was printed after."""
+        offsets = self.stalls.offsets if self.stalls is not None else None
+        if offsets is None or (offsets.files_known, len(self._files)) == self._placing_checked:
+            return
+        self._placing_checked = (offsets.files_known, len(self._files))
+        for followed in self._files.values():
+            if followed.placed or followed.ident is None or followed.ident not in offsets:
+                continue
+            followed.placed = True
+            self._placed_logs += 1
+            if followed.watched and self._changes is not None:
+                self._changes.unwatch(followed)
+            followed.watched = False
+            if followed.timed:
+                followed.timed = False
+                self._timed.remove(followed)
+            followed.behind = True
+
+    def _read_placed(self, followed: _Followed, now: float, final: bool) -> bool:
+        """What a placed log gained (_place_new_logs): each complete line stamped with the
+        time of the probe's last step before it was printed, once that step is sure: a later
+        step is known, or the probe files were read PLACE_AFTER_S after the line was, or the
+        job has exited. The lines after it wait in `pending` for the next poll (not marked
+        read: an adopting supervisor reads them again). True when there may be more (a full
+        read)."""
+        assert self.stalls is not None and followed.ident is not None
+        before = followed.offset
+        try:
+            chunk = followed.read_chunk(now)
+        except OSError:
+            return False
+        if chunk:
+            followed.held.append((followed.offset, now))
+        offsets, ident = self.stalls.offsets, followed.ident
+        whole = followed.pending + chunk
+        if followed.parsed or b"\r" in whole or ident not in offsets:
+            # A bar redrawn with carriage returns (or steps forgotten at a new attempt): all
+            # of it at once, stamped by the last step before the read's end.
+            stamp = offsets.place(ident, followed.offset)[0] if ident in offsets else None
+            if stamp is None:
+                stamp = _written_at(followed.modified_ns, now, followed.grew_at)
+            followed.held.clear()
+            self._take_chunk(followed, chunk, stamp)
+            return followed.offset - before >= _MAX_READ
+        base = followed.offset - len(whole)  # where `whole` begins in the file
+        read_at = self.stalls.read_at
+        ripe = math.inf if final else max(
+            (end for end, read in followed.held if read + PLACE_AFTER_S <= read_at), default=-1)
+        start, stamps = base, []
+        place = offsets.place
+        for line_end in _line_ends(whole, base):
+            stamp, first, later = place(ident, start)
+            if not (later or line_end <= ripe):
+                break  # a step not read yet may come before it
+            # A line printed before the first step known: just before it.
+            stamps.append(stamp if stamp is not None else min(now, (first or now) - 1e-6))
+            start = line_end
+        taken = start - base
+        if stamps:
+            lines = whole[:taken - 1].decode("utf-8", "replace").split("\n")
+            self._take_lines(followed, lines, stamps)
+            offsets.forget_before(ident, start)
+            followed.held = [mark for mark in followed.held if mark[0] > start]
+        followed.pending = whole[taken:]
+        if not followed.held and followed.pending.endswith(b"]"):
+            self._take_bar_positions(followed, now)
+        return followed.offset - before >= _MAX_READ
 
     def _record_pending_losses(self, now: float) -> None:
         if self.spool_dir is not None:
@@ -786,6 +896,9 @@ class LogFollower:
         name = f"{layout.LOGS_DIR}/{relative}"  # as the session names it, spool or not
         copy = spool.Copy(self.session_dir / name) if self.spool_dir is not None else None
         followed = self._files[path] = _Followed(path, name, rank, copy=copy)
+        with contextlib.suppress(OSError):  # (else when it is opened: status())
+            status = path.stat()
+            followed.ident = (status.st_dev, status.st_ino)
         if self._changes is None:
             return followed
         if rank is None and not self.parse_launcher:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_WARMUP_STEPS, stall_l
 from neurotui.session import layout
 from neurotui.session.tailing import read_new_block
 from neurotui.supervisor.alerting import Raised
+from neurotui.supervisor.stepoffsets import StepOffsets
 
 _PRECEDENCE = ("probe", "auto", "log")
 _KEPT = 256  # step times per rank and source: the median of the recent past
@@ -37,6 +39,8 @@ class _ProbeStep(msgspec.Struct):
     rank: int | None = None
     src: str | None = None
     attempt: int = 0
+    out: tuple[int, int, int] | None = None  # where the rank's stdout stood (the probe)
+    err: tuple[int, int, int] | None = None
 
 
 _PROBE_STEP = msgspec.json.Decoder(_ProbeStep)
@@ -87,12 +91,18 @@ class StallWatch:
         self._offsets: dict[Path, int] = {}  # each probe file's complete lines read so far
         self._compiled_at: dict[int | None, float] = {}
         self._probe_folder = layout.ProbeFolder(session_dir)
+        self.offsets = StepOffsets()
+        """The automatic probe's steps by where the ranks' logs stood (the log follower
+        places their lines by them)."""
+        self.read_at = float("-inf")
+        """When read_probes last began: a step done well before it is in `offsets`."""
 
     def new_attempt(self, attempt: int) -> None:
         """A restart: the steps count from the start again."""
         self.attempt = attempt
         self._tracks.clear()
         self._compiled_at.clear()
+        self.offsets.clear()
 
     def skip_history(self) -> None:
         """Read the probe files on from their current ends (an adopting supervisor: the
@@ -116,6 +126,7 @@ class StallWatch:
         # Each second, at 32 ranks x 10 steps/s (the automatic probe's files of a torch job):
         # a read sized by the file (not a buffered file object's 1 MiB), and a read's steps
         # decoded in one call, not a line at a time.
+        self.read_at = time.time()
         for path in self._probe_files():
             offset = self._offsets.get(path, 0)
             try:
@@ -132,6 +143,10 @@ class StallWatch:
         for record in _decoded_steps(steps):
             if record.kind == "step" and record.attempt == self.attempt:
                 self.step(record.rank or 0, record.step, record.t, record.src or "probe")
+                if record.out is not None:
+                    self.offsets.add(record.out, record.t)
+                if record.err is not None:
+                    self.offsets.add(record.err, record.t)
 
     def _probe_files(self) -> list[Path]:
         probe, auto = self._probe_folder.both()

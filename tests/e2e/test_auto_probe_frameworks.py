@@ -109,6 +109,27 @@ def test_plain_torchrun_loop_with_gradient_accumulation(sessions, tmp_path) -> N
     assert summary["steady_samples_per_s"] == pytest.approx(steady.samples_per_s)
 
 
+def test_a_loss_printed_right_after_the_step_goes_with_that_step(sessions, tmp_path) -> None:
+    """The script prints each loss microseconds after optimizer.step(). The log's modification
+    time (the kernel's coarse clock) is then often before the probe's time of that step, and
+    by time the loss went with the step before (92 of 160 rows, measured): the probe's record
+    of where the log stood at each step places it."""
+    truth_file = tmp_path / "truth"
+    session = run(sessions, *TORCHRUN, str(SCRIPTS / "loss_after_step.py"),
+                  env={"TRUTH_FILE": str(truth_file), "STEPS": "60"})
+    steps = SessionReader(session).load().steps()
+    assert set(steps["src"].astype(str)) == {"auto"}
+    for rank in (0, 1):
+        printed = [float(loss) for loss in truth(truth_file, rank)["losses"]]
+        mine = steps[steps["rank"] == rank].sort_values("step")
+        assert list(mine["step"]) == list(range(1, 61))
+        assert list(mine["loss"]) == printed
+        where = [r["out"] for r in auto_steps(session, rank)]
+        assert all(len(w) == 3 for w in where) and len({tuple(w[:2]) for w in where}) == 1
+    timing = meta(session)["log_timing"]
+    assert timing["placed_logs"] == 4, timing  # each rank's stdout.log and stderr.log
+
+
 # -- 2. Hugging Face Trainer -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -151,6 +172,21 @@ def test_hf_trainer_steps_and_samples(hf_run) -> None:
     assert set(steps["src"].astype(str)) == {"auto"}
     assert steps.groupby("rank")["step"].max().to_dict() == {0: 12, 1: 12}
     assert meta(session)["summary"]["total_samples"] == 2 * 96
+
+
+@needs_transformers
+def test_hf_trainer_logged_losses_go_with_their_steps(hf_run) -> None:
+    """The Trainer prints its logged loss (rank 0) just after the step it logs: in the
+    figures, that step carries it, and no other step carries one."""
+    session, truth_file = hf_run
+    logged = truth(truth_file, 0)["logged_losses"]
+    assert logged, "the Trainer logged no loss"
+    steps = SessionReader(session).load().steps()
+    mine = steps[steps["rank"] == 0]
+    carried = mine[mine["loss"].notna()]
+    # (as printed: rounded)
+    assert dict(zip(carried["step"].astype(int).astype(str), carried["loss"],
+                    strict=True)) == pytest.approx(logged, abs=1e-3)
 
 
 @needs_transformers

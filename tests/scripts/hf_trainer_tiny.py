@@ -4,7 +4,8 @@ CPU; under torchrun it trains data-parallel (gloo). Knows nothing about neurotui
 
 Its own truth goes to "$TRUTH_FILE.<rank>" (JSON): the Trainer's global step, the per-device
 batch, the gradient accumulation steps, the epochs, the samples this rank's loader holds per
-epoch and the wall clock at each optimizer step (from a TrainerCallback's on_step_end)."""
+epoch, the wall clock at each optimizer step (from a TrainerCallback's on_step_end) and the
+losses the Trainer logged (and printed, on rank 0), by step."""
 
 import json
 import os
@@ -84,5 +85,7 @@ per_epoch = sum(len(b["input_ids"]) for b in loader)  # this rank's samples in o
 with open(f"{os.environ['TRUTH_FILE']}.{rank}", "w") as f:
     json.dump({"global_step": trainer.state.global_step, "batch": BATCH, "accum": ACCUM,
                "epochs": EPOCHS, "samples_per_epoch": per_epoch,
-               "world": args.world_size, "step_times": clock.times}, f)
+               "world": args.world_size, "step_times": clock.times,
+               "logged_losses": {str(entry["step"]): entry["loss"]
+                                 for entry in trainer.state.log_history if "loss" in entry}}, f)
 print(f"rank {rank}: global_step {trainer.state.global_step}", flush=True)

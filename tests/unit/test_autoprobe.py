@@ -175,3 +175,31 @@ for step, (x,) in enumerate(ahead(data), start=1):""")
     assert done.returncode == 0, done.stderr
     assert [r["samples"] for r in records(session) if r["kind"] == "step"] == [16, 8, 8, 8, 0]
     assert not [r for r in records(session) if r.get("what") == "no_batches"]
+
+
+def test_each_step_says_where_its_log_file_stood(tmp_path: Path) -> None:
+    """stdout a file (as torchrun's and neurotui's logs are): each step's `out` is that file's
+    device, inode and the offset a line printed after the step begins at. stderr a pipe: no
+    `err` (a pipe has no offset)."""
+    code = LOOP.replace("    opt.step()\n", "    opt.step()\n    print(f'after {step}')\n")
+    session = tmp_path / "session"
+    (session / layout.PROBE_DIR).mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "id": "s",
+                                              "exit": None, "started_at": 0.0})
+    base = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK")}
+    env = autoprobe.job_env({**base, "NEUROTUI_SESSION": str(session),
+                             "PYTHONUNBUFFERED": "1"}, True)
+    log = tmp_path / "stdout.log"
+    with open(log, "w") as out:
+        out.write("before training\n")
+        out.flush()
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                              stdout=out, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = log.read_bytes()
+    status = log.stat()
+    steps = [r for r in records(session) if r["kind"] == "step"]
+    assert [r["out"][:2] for r in steps] == [[status.st_dev, status.st_ino]] * 5
+    assert [r["out"][2] for r in steps] == [text.index(f"after {k}\n".encode())
+                                            for k in range(1, 6)]
+    assert not any("err" in r for r in steps)

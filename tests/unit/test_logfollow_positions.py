@@ -199,7 +199,7 @@ def test_without_inotify_the_session_says_lines_are_stamped_at_polls(tmp_path) -
     _, writer, follower = new_follower(tmp_path, watch=False)
     writer.close()
     assert follower.fileno() is None
-    assert follower.timing == {"method": "poll", "max_delay_s": 0.5, "note": (
+    assert follower.timing == {"method": "poll", "max_delay_s": 0.5, "placed_logs": 0, "note": (
         "logs read every 0.5 s; the lines of a read stamped with their log's modification "
         "time (when its last line was written)")}
 

@@ -18,6 +18,12 @@ It never reads a tensor's value and never forces a device sync: shapes are known
 Under XLA the times are therefore host-side (when the step was traced and dispatched); in
 steady state the host runs at the device's pace, so their rate is the training's rate.
 
+Each step record also says how far the rank's stdout and stderr had been written when the
+step was done (`out`, `err`: the file's device, inode and offset, where they are files): the
+supervisor places each printed line after the step it follows by that offset, so a loss printed
+right after `optimizer.step()` goes with that step, which the log's modification time (a coarse
+clock, milliseconds behind) could not tell.
+
 Records go to <session>/probe/auto-rank-<RANK>.jsonl (O_APPEND), written at least every
 WRITE_EVERY_S and at exit (one os.write for the steps since the last), opened at the first
 optimizer step, so processes that never step an optimizer (the torchrun launcher, DataLoader
@@ -35,6 +41,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import stat
 import sys
 import threading
 import time
@@ -188,7 +195,9 @@ class _Probe:
         self.tallies: dict[int, list[Any]] = {}
         # Steps wait here at most WRITE_EVERY_S: formatting and writing each line at once
         # cost ~20 us a step inside a real optimizer step; slower steps are written at once.
-        self.pending: list[tuple[float, int, int | None, float | None, float | None]] = []
+        self.pending: list[tuple[float, int, int | None, float | None, float | None, str]] = []
+        self.logs: list[tuple[str, int, int, int]] = []
+        """(key, fd, device, inode) of stdout and stderr where they are files (_first_step)."""
         self.written_at = -float("inf")
         self.pid = os.getpid()
         self.lock = threading.Lock()
@@ -306,8 +315,9 @@ class _Probe:
                     "the optimizer stepped with no DataLoader batch taken since its last step "
                     "in this thread: samples per step are unknown"))
             self.step += 1
+            where = self._log_offsets() if self.logs else ""
             with self.lock:
-                self.pending.append((now, self.step, samples, self.last_t, waited))
+                self.pending.append((now, self.step, samples, self.last_t, waited, where))
             self.last_t = now
             if now - self.written_at >= WRITE_EVERY_S:
                 self.write_pending()
@@ -340,7 +350,7 @@ class _Probe:
                 return
             self.written_at = time.time()
             lines = []
-            for now, step, samples, last_t, waited in pending:
+            for now, step, samples, last_t, waited, where in pending:
                 if last_t is None:
                     dt = phases = "null"
                 else:
@@ -354,7 +364,7 @@ class _Probe:
                              f'"local_rank":{self.local_rank},"step":{step},'
                              f'"samples":{"null" if samples is None else samples},"loss":null,'
                              f'"dt":{dt},"phases":{phases},"src":"auto",'
-                             f'"attempt":{self.attempt}}}\n')
+                             f'"attempt":{self.attempt}{where}}}\n')
             assert self.file is not None
             self.file.write("".join(lines), len(lines), time.time())
 
@@ -364,6 +374,25 @@ class _Probe:
             self.write_pending()
 
     # -- helpers ---------------------------------------------------------------------------
+    def _log_offsets(self) -> str:
+        """`,"out":[dev,ino,offset]` (and `err`): how far this process had written its log
+        files when the step was done (a line printed after it begins there or later)."""
+        try:
+            return "".join(f',"{key}":[{dev},{ino},{os.lseek(fd, 0, os.SEEK_CUR)}]'
+                           for key, fd, dev, ino in self.logs)
+        except OSError:  # the descriptor was closed or replaced: offsets no more
+            self.logs = []
+            return ""
+
+    def _find_logs(self) -> None:
+        """stdout and stderr, where each is a file (torchrun's log files, neurotui's spool):
+        a pipe or a terminal has no offset to place lines by."""
+        for key, fd in (("out", 1), ("err", 2)):
+            with contextlib.suppress(OSError):
+                status = os.fstat(fd)
+                if stat.S_ISREG(status.st_mode):
+                    self.logs.append((key, fd, status.st_dev, status.st_ino))
+
     def _first_step(self, optimizer: Any, now: float) -> None:
         """Open this rank's file and say what is being timed."""
         self.primary = id(optimizer)
@@ -377,6 +406,7 @@ class _Probe:
         self.file = RecordFile(os.path.join(probe_dir, f"auto-rank-{self.rank}.jsonl"),
                                self.rank)
         self.pid = os.getpid()
+        self._find_logs()
         atexit.register(self.write_at_exit)
         threading.Thread(target=self._writer, name="neurotui-autoprobe", daemon=True).start()
         device = _device_type(optimizer)

@@ -1,0 +1,134 @@
+"""Log lines placed among the automatic probe's steps by where the log stood at each step
+(supervisor/stepoffsets.py, LogFollower._read_placed): a loss goes with the step it was printed
+after, whatever the log's modification time says."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from neurotui.session import layout
+from neurotui.session.reader import SessionReader
+from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
+from neurotui.sources.steplog import StepLineParser
+from neurotui.supervisor.logfollow import PLACE_AFTER_S, LogFollower
+from neurotui.supervisor.stallwatch import StallWatch
+from neurotui.supervisor.stepoffsets import StepOffsets
+
+FILE = (7, 42)
+
+
+def test_a_line_goes_with_the_last_step_done_before_it_began() -> None:
+    offsets = StepOffsets()
+    for offset, t in ((0, 1.0), (10, 2.0), (10, 3.0), (25, 4.0)):
+        offsets.add((*FILE, offset), t)
+    assert FILE in offsets and offsets.files_known == 1
+    # Steps 2 and 3 had nothing printed between them: a line at 10 came after both.
+    assert offsets.place(FILE, 10) == (3.0, 1.0, True)
+    assert offsets.place(FILE, 9) == (1.0, 1.0, True)
+    assert offsets.place(FILE, 25) == (4.0, 1.0, False)  # no later step known yet
+    offsets.forget_before(FILE, 12)
+    assert offsets.place(FILE, 12) == (3.0, 3.0, True)
+    offsets.add((*FILE, 3), 5.0)  # written again from the start: a new process's steps only
+    assert offsets.place(FILE, 2) == (None, 5.0, True)
+    assert offsets.place(FILE, 30) == (5.0, 5.0, False)
+
+
+def new_session(tmp_path: Path) -> tuple[Path, Path, Path, LogFollower, EventWriter]:
+    session = tmp_path / "s"
+    (session / "logs").mkdir(parents=True)
+    (session / layout.PROBE_DIR).mkdir()
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    log = session / layout.LAUNCHER_LOG
+    log.write_bytes(b"")
+    writer = EventWriter(session / layout.EVENTS)
+    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True,
+                           watch=False)
+    follower.stalls = StallWatch(session)
+    return session, log, session / layout.PROBE_DIR / "auto-rank-0.jsonl", follower, writer
+
+
+def probe_step(probe: Path, log: Path, step: int, t: float, at: int | None = None) -> None:
+    """The probe's record of a step done at `t`, when `log` ended at `at` (None: now)."""
+    status = log.stat()
+    with open(probe, "a") as f:
+        f.write(json.dumps({"t": t, "kind": "step", "rank": 0, "local_rank": 0, "step": step,
+                            "samples": 8, "loss": None, "dt": None, "phases": None,
+                            "src": "auto", "attempt": 0,
+                            "out": [status.st_dev, status.st_ino,
+                                    status.st_size if at is None else at]}) + "\n")
+
+
+def printed(log: Path, text: str) -> None:
+    with open(log, "a") as f:
+        f.write(text)
+
+
+def poll(follower: LogFollower, now: float, final: bool = False) -> None:
+    """As the supervisor: the probe files read, then the logs (read_at: when, on one clock)."""
+    assert follower.stalls is not None
+    follower.stalls.read_probes()
+    follower.stalls.read_at = now
+    follower.poll(now, final)
+
+
+def log_steps(session: Path) -> list[tuple[float, float]]:
+    records = [json.loads(line) for line in (session / layout.EVENTS).read_text().splitlines()]
+    return [(r["t"], r["loss"]) for r in records if r["kind"] == "step"]
+
+
+def test_a_line_waits_until_no_unread_step_can_come_before_it(tmp_path: Path) -> None:
+    session, log, probe, follower, writer = new_session(tmp_path)
+    printed(log, "starting\n")
+    probe_step(probe, log, 1, 100.0)
+    printed(log, "step 1 loss 1.5\n")
+    # Step 2 is done and its line printed, but the probe has not written step 2 yet.
+    printed(log, "step 2 loss 2.5\n")
+    poll(follower, 1000.0)
+    # Both lines came after step 1, and no later step is known: either may follow step 2.
+    writer.flush()
+    assert log_steps(session) == []
+    probe_step(probe, log, 2, 100.1, at=len(b"starting\nstep 1 loss 1.5\n"))
+    poll(follower, 1000.0 + PLACE_AFTER_S)
+    writer.flush()
+    assert log_steps(session) == [(100.0, 1.5), (100.1, 2.5)]
+    assert follower.timing["placed_logs"] == 1
+
+    # After the last step known: placed once the probe was read PLACE_AFTER_S after the line.
+    probe_step(probe, log, 3, 100.2)
+    printed(log, "step 3 loss 3.5\n")
+    for now in (1002.0, 1002.0 + PLACE_AFTER_S / 2):
+        poll(follower, now)
+        writer.flush()
+        assert len(log_steps(session)) == 2
+    poll(follower, 1002.0 + PLACE_AFTER_S)
+    writer.flush()
+    assert log_steps(session)[2:] == [(100.2, 3.5)]
+
+    # At the job's exit, every line goes where the steps known put it.
+    probe_step(probe, log, 4, 100.3)
+    printed(log, "step 4 loss 4.5\nthe end\n")
+    poll(follower, 1003.0, final=True)
+    writer.close()
+    assert log_steps(session)[3:] == [(100.3, 4.5)]
+    # The reader puts each loss on the probe's step before it: its own.
+    steps = SessionReader(session, telemetry_history=None).load().steps()
+    auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
+    assert list(auto["loss"]) == [1.5, 2.5, 3.5, 4.5]
+    assert list(auto["step"]) == [1, 2, 3, 4]
+
+
+def test_a_line_printed_before_the_first_step_known_stays_before_it(tmp_path: Path) -> None:
+    session, log, probe, follower, writer = new_session(tmp_path)
+    printed(log, "step 0 loss 9.0\n")
+    probe_step(probe, log, 1, 100.0)
+    printed(log, "step 1 loss 1.0\n")
+    probe_step(probe, log, 2, 100.1)
+    poll(follower, 1000.0)
+    writer.close()
+    (before, loss), after = log_steps(session)
+    assert before < 100.0 and loss == 9.0 and after == (100.0, 1.0)
+    steps = SessionReader(session, telemetry_history=None).load().steps()
+    auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
+    assert list(auto["loss"][:1]) == [1.0] and math.isnan(auto["loss"].iloc[1])
