@@ -362,7 +362,7 @@ class DashboardModel:
             if taken is None:  # a new reader has handed nothing out yet: cannot happen
                 return 0
         for batch in taken.batches():  # (a job: a batch per node)
-            self.steps.add(batch.steps, phases=batch.phases)
+            self.steps.add(batch.steps, phases=batch.phases, late_losses=batch.late_losses)
             if len(batch.phases):
                 tail = batch.phases if self._phases_tail is None else Columns.concat(
                     [self._phases_tail, batch.phases])

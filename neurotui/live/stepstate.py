@@ -11,7 +11,7 @@ where a figure is limited to the recent steps, its label says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -112,7 +112,8 @@ class StepState:
 
     # -- taking rows in ------------------------------------------------------------------
     def add(self, new: Columns | pd.DataFrame, chunk: int = 100_000, *,
-            phases: Columns | pd.DataFrame | None = None) -> None:
+            phases: Columns | pd.DataFrame | None = None,
+            late_losses: Sequence[tuple[float, int, float]] = ()) -> None:
         """Take in rows handed over only once each (SessionReader.take_steps), in time order;
         `phases`: the phase rows handed over with them (TakenSteps.phases).
 
@@ -120,7 +121,12 @@ class StepState:
         already taken of other ranks: new rows are found per rank, as those after the rank's
         last row taken, not by position. A row not after its own rank's last row (a clock that
         went back) cannot be placed any more: it is left out and counted in `late_rows`.
+        `late_losses`: (t, rank, loss) of losses whose rows were taken before
+        (TakenSteps.late_losses): the newest may be the last loss.
         """
+        for t_loss, _, value in late_losses:
+            if t_loss >= self._last_loss_t:
+                self.last_loss, self._last_loss_t = value, t_loss
         if not len(new):
             return
         new = Columns.of(new)

@@ -194,7 +194,7 @@ class JobReader:
             for batch in got.batches():  # (a node's cached rows, then those read since)
                 if len(batch.steps):
                     part.ranks.update(distinct_ints(batch.steps["rank"]).tolist())
-                if len(batch.steps) or len(batch.phases):
+                if len(batch.steps) or len(batch.phases) or batch.late_losses:
                     batches.append(replace(batch, more=()))
         if not batches:
             return TakenSteps(Columns(), Columns())

@@ -271,6 +271,10 @@ class TakenSteps:
     steps: Columns
     """The new step rows, in time order (the rows of earlier calls may be later than some)."""
     phases: Columns
+    late_losses: tuple[tuple[float, int, float], ...] = ()
+    """(t, rank, loss) of log lines read after the automatic probe's step they go with was
+    handed out (the supervisor places such a line a poll or two after its step): that row
+    is gone from this reader, so the loss comes on its own (the dashboard's last loss)."""
     more: tuple[TakenSteps, ...] = ()
     """Further batches, each as these, to be taken in after this one: of other ranks (a job's
     other nodes), or of one reader's later rows (the rows read after a cache that was behind,
@@ -336,6 +340,8 @@ class SessionReader:
         """Rank -> its new best source: rows of worse sources go at the next flush."""
         self._log_losses: list[tuple[float, int, float]] = []
         """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
+        self._late_losses: list[tuple[float, int, float]] = []
+        """Of those, the ones whose rows were handed out already (TakenSteps.late_losses)."""
         self._samples_per_step = _positive((self.meta.get("config") or {}).get(
             "samples_per_step"))
         self._job_world_size = _job_world_size(self.meta)
@@ -790,12 +796,14 @@ class SessionReader:
             r, s = divmod(p, len(STEP_SOURCES))
             if not self._keep_source(r, s):
                 keep &= pair != p
+        losses = len(self._log_losses)
         if not keep.all():
             dropped = ~keep & (src == _LOG) & np.isfinite(steps.loss)
             for i in np.flatnonzero(dropped):
                 if self._best_source(int(rank[i])) == _AUTO:
                     self._log_losses.append((float(steps.t[i]), int(rank[i]),
                                              float(steps.loss[i])))
+        losses = len(self._log_losses) - losses  # taken in too: counted as added
         every = bool(keep.all())
         kept = np.flatnonzero(keep)
         new = self._new
@@ -821,7 +829,7 @@ class SessionReader:
         if with_phases:
             self._new_phases.extend(steps.t[with_phases], rank[with_phases],
                                     [phases[i] for i in with_phases])
-        return len(kept)
+        return len(kept) + losses
 
     def _take(self, raw: bytes, tail: _Tail) -> tuple[int, str | None, dict[str, Any] | None]:
         """One line: (records added, the kind to index it as, and its record if of a bounded
@@ -893,6 +901,7 @@ class SessionReader:
         if not self._keep_source(rank, src):
             if src == _LOG and math.isfinite(values[1]) and self._best_source(rank) == _AUTO:
                 self._log_losses.append((t, rank, values[1]))
+                return 1  # a loss taken in (put on the probe's row at the next flush)
             return 0
         samples = values[0]
         if math.isnan(samples):
@@ -983,6 +992,7 @@ class SessionReader:
         parts, phases = self._flush_step_parts(), self._flush_phases()
         self._steps = _StepColumns().columns()
         self._phases = None
+        late, self._late_losses = tuple(self._late_losses), []
         for steps in parts:
             # One int64 per (rank, source): np.unique(axis=1) of the pairs took 2 s for the
             # 3 M rows an attach restores, this 0.05 s.
@@ -991,7 +1001,8 @@ class SessionReader:
             for pair in pairs.tolist():
                 rank, src = divmod(pair, len(STEP_SOURCES))
                 self._handed.setdefault(rank, set()).add(src)
-        return _in_batches(parts, phases)
+        taken = _in_batches(parts, phases)
+        return replace(taken, late_losses=late) if late else taken
 
     def reopened(self) -> SessionReader:
         """A new reader of the same session, with the same settings, read to now."""
@@ -1013,11 +1024,17 @@ class SessionReader:
         """The step table with the rows waiting in typed arrays merged in, as pieces one
         after another in time (_merge_in_time_order); never none."""
         parts = [self._steps]
-        if len(self._new):
-            chunk = self._new.columns()
-            if self._log_losses:
-                chunk = _put_log_losses(chunk, self._log_losses)
-                self._log_losses.clear()
+        losses, self._log_losses = self._log_losses, []
+        chunk = self._new.columns() if len(self._new) else None
+        if losses and chunk is not None:
+            chunk, losses = _put_log_losses(chunk, losses)
+        if losses:  # their rows were read before (a line placed a poll after its step)
+            if self._streaming:
+                self._late_losses += losses  # handed out: only the loss can go on
+            elif len(self._steps):
+                self._steps = _put_log_losses(self._steps, losses)[0]
+                parts = [self._steps]
+        if chunk is not None:
             parts = _merge_in_time_order(self._steps, chunk)
         if self._purge:  # once per rank: a better source appeared after rows of worse ones
             table = _joined(parts)
@@ -1035,7 +1052,7 @@ class SessionReader:
                               for i, t in zip(lost, table["t"][lost], strict=True)]
             table = table.rows(~drop)
             if moved:
-                table = _put_log_losses(table, moved)
+                table = _put_log_losses(table, moved)[0]
             self._purge.clear()
             parts = [table]
         return parts
@@ -1105,23 +1122,27 @@ def _positive(value: Any) -> float | None:
     return number if math.isfinite(number) and number > 0 else None
 
 
-def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]) -> Columns:
+def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
+                    ) -> tuple[Columns, list[tuple[float, int, float]]]:
     """Each log-printed loss onto the automatic probe's row of that rank just before it, where
-    that row has none: the loss a script prints belongs to the step it just took. A loss whose
-    row was handed out by an earlier flush is not placed (it would land on a later step)."""
+    that row has none: the loss a script prints belongs to the step it just took. Also the
+    losses with no such row in `chunk` (theirs came in an earlier one, or none is known)."""
     auto = chunk["src"] == _AUTO
     rank = chunk["rank"]
     t = chunk["t"]
     loss = chunk["loss"].copy()
     by_rank: dict[int, np.ndarray] = {}
+    unplaced = []
     for log_t, log_rank, value in losses:
         rows = by_rank.get(log_rank)
         if rows is None:
             rows = by_rank[log_rank] = np.flatnonzero(auto & (rank == log_rank))
         at = int(np.searchsorted(t[rows], log_t, side="right")) - 1
-        if at >= 0 and math.isnan(loss[rows[at]]):
+        if at < 0:
+            unplaced.append((log_t, log_rank, value))
+        elif math.isnan(loss[rows[at]]):
             loss[rows[at]] = value
-    return chunk.with_column("loss", loss)
+    return chunk.with_column("loss", loss), unplaced
 
 
 def _left_as_line(head: bulk.Head) -> bool:

@@ -284,3 +284,31 @@ def test_process_tree_is_depth_first() -> None:
     ])
     assert [(r.pid, r.depth) for r in rows] == [(1, 0), (2, 1), (4, 2), (3, 1), (9, 0)]
     assert rows[0].cpu is None and rows[0].rss is None  # missing, not zero
+
+
+def test_a_loss_read_after_its_automatic_step_was_shown_is_the_last_loss(
+        tmp_path: Path) -> None:
+    """The supervisor records a log line's loss a poll or two after the probe's step it goes
+    with (it waits until no unread step can come between): the dashboard has shown that step
+    by then, and the loss still becomes the last loss shown."""
+    rec = Recorder(tmp_path, "20260101-170000-late-loss")
+    auto = layout.PROBE_DIR
+    with open(rec.dir / auto / "auto-rank-0.jsonl", "a") as f:
+        for n in range(1, 4):
+            f.write(json.dumps({"t": T0 + n, "kind": "step", "rank": 0, "step": n,
+                                "samples": 8, "loss": None, "dt": 1.0, "src": "auto",
+                                "attempt": 0}) + "\n")
+    rec.event(T0 + 1, "step", rank=0, step=1, samples=None, loss=2.5, dt=None, src="log",
+              attempt=0)
+    rec._events.flush()
+    model = model_for(rec.dir, 4)
+    assert model.refresh().throughput.last_loss == 2.5
+    # Step 3's line, placed at step 3's time, read after step 3 was shown.
+    rec.event(T0 + 3, "step", rank=0, step=3, samples=None, loss=1.25, dt=None, src="log",
+              attempt=0)
+    rec._events.flush()
+    assert model.refresh().throughput.last_loss == 1.25
+    # Read in full, the same loss is on its step.
+    steps = SessionReader(rec.dir).load().steps()
+    assert steps.set_index("step")["loss"].get(3) == 1.25
+    rec.close()
