@@ -787,8 +787,8 @@ class LogFollower:
         if stamps:
             lines = whole[:taken - 1].decode("utf-8", "replace").split("\n")
             self._take_lines(followed, lines, stamps)
-            offsets.forget_before(ident, start)
             followed.held = [mark for mark in followed.held if mark[0] > start]
+        offsets.forget_before(ident, start)  # (at every poll: a quiet stderr's steps too)
         followed.pending = whole[taken:]
         if not followed.held and followed.pending.endswith(b"]"):
             self._take_bar_positions(followed, now)

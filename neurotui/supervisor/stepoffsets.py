@@ -16,6 +16,9 @@ from bisect import bisect_right
 
 FileId = tuple[int, int]
 """(device, inode) of a log file, as os.fstat gives them."""
+KEPT = 4096
+"""Steps kept per file beyond those the follower still needs (forget_before): a file no log
+follower reads (a script that sent its stdout elsewhere) must not grow them for days."""
 
 
 class StepOffsets:
@@ -42,6 +45,8 @@ class StepOffsets:
             times.clear()
         offsets.append(offset)
         times.append(t)
+        if len(offsets) > 2 * KEPT:
+            del offsets[:KEPT], times[:KEPT]
 
     def place(self, file: FileId, start: int) -> tuple[float | None, float | None, bool]:
         """For a line of `file` that begins at byte `start`: the time of the last step done

@@ -20,8 +20,10 @@ measured:
 Beside them, reported and not judged against the CPU target (which is the logs' path): the
 case neurotui meets by default in a PyTorch training loop, under torchrun. Each rank steps a
 torch optimizer before its line and neurotui's automatic probe (on, as by default) records the
-steps from inside the rank. The supervisor then reads the probe's files each second besides
-stamping the log lines as in the other cases (their losses go onto the probe's rows).
+steps from inside the rank, with where the rank's logs stood at each step. The supervisor reads
+the probe's files each second, and the ranks' logs at polls: each line is placed after the
+probe's step it was printed after (by offset), not stamped as it comes, and its loss goes onto
+that step's row (reported: the share of the probe's rows that carry their line's loss).
 
 Anchors, measured in the same run: a Python process that only sleeps and wakes as often as the
 supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); and the same loop
@@ -212,7 +214,10 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         timing = json.loads((session / "meta.json").read_text()).get("log_timing", {})
         # The step time the product shows: each rank's median as the figures derive it from
         # the stamps (rows read together share one, and get their read's time over its steps).
-        medians = metrics.rank_step_times(SessionReader(session).load().steps())
+        steps = SessionReader(session).load().steps()
+        medians = metrics.rank_step_times(steps)
+        auto = steps[steps["src"].astype(str) == "auto"]
+        with_loss = float(auto["loss"].notna().mean()) if len(auto) else float("nan")
     return {"cpu_share": share, "tick_share": tick_share, "wakeups_per_s": wakeups,
             "rss_mb": rss / 1e6,
             "system_share": (cpu1.system - cpu0.system) / (t1 - t0),
@@ -221,7 +226,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
             "late_p99_ms": float(np.percentile(late, 99) * 1000),
             "late_max_ms": float(late.max() * 1000),
             "step_median_s": float(statistics.median(medians["median_step_s"])),
-            "method": timing.get("method", "?")}
+            "method": timing.get("method", "?"), "with_loss": with_loss}
 
 
 def main() -> int:
@@ -270,9 +275,13 @@ def main() -> int:
               f"lines recorded; stamped {figures['late_median_ms']:.2f} ms late (median), "
               f"{figures['late_p99_ms']:.1f} ms (p99), {figures['late_max_ms']:.1f} ms (max); "
               f"median step {figures['step_median_s'] * 1000:.1f} ms vs {truth * 1000:.1f} ms "
-              f"written ({error:.1%} off)", flush=True)
+              f"written ({error:.1%} off)"
+              + (f"; {figures['with_loss']:.1%} of the probe's rows carry their line's loss"
+                 if auto_probe else ""), flush=True)
         if watch:  # the default; polling is the fallback, reported beside it
             ok &= error <= 0.05 and figures["found"] == 1.0
+            if auto_probe:  # each step's line printed after it: each row has its loss
+                ok &= figures["with_loss"] == 1.0
             if ranks == args.ranks and not auto_probe:  # (the target is the logs' path)
                 ok &= figures["cpu_share"] <= CPU_LIMIT and figures["rss_mb"] <= RSS_LIMIT_MB
     print("PASS" if ok else f"FAIL (targets: supervisor <= {CPU_LIMIT:.1%} of a core at "

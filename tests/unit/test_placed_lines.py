@@ -14,7 +14,7 @@ from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atom
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor.logfollow import PLACE_AFTER_S, LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
-from neurotui.supervisor.stepoffsets import StepOffsets
+from neurotui.supervisor.stepoffsets import KEPT, StepOffsets
 
 FILE = (7, 42)
 
@@ -33,6 +33,14 @@ def test_a_line_goes_with_the_last_step_done_before_it_began() -> None:
     offsets.add((*FILE, 3), 5.0)  # written again from the start: a new process's steps only
     assert offsets.place(FILE, 2) == (None, 5.0, True)
     assert offsets.place(FILE, 30) == (5.0, 5.0, False)
+
+
+def test_the_steps_of_a_file_no_one_reads_stay_bounded() -> None:
+    offsets = StepOffsets()
+    for k in range(5 * KEPT):
+        offsets.add((*FILE, 10 * k), float(k))
+    assert KEPT <= len(offsets._files[FILE][0]) <= 2 * KEPT
+    assert offsets.place(FILE, 10 * (5 * KEPT - 2) + 5) == (5 * KEPT - 2.0, 3.0 * KEPT, True)
 
 
 def new_session(tmp_path: Path) -> tuple[Path, Path, Path, LogFollower, EventWriter]:
@@ -132,3 +140,16 @@ def test_a_line_printed_before_the_first_step_known_stays_before_it(tmp_path: Pa
     steps = SessionReader(session, telemetry_history=None).load().steps()
     auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
     assert list(auto["loss"][:1]) == [1.0] and math.isnan(auto["loss"].iloc[1])
+
+
+def test_a_quiet_logs_steps_are_forgotten_as_the_polls_pass(tmp_path: Path) -> None:
+    """A rank's stderr.log with no line in it: the probe says where it stood at every step,
+    and the follower keeps only the last of them (a day of steps would otherwise pile up)."""
+    _, log, probe, follower, writer = new_session(tmp_path)
+    for k in range(50):
+        probe_step(probe, log, k + 1, 100.0 + k / 10)
+        poll(follower, 1000.0 + k)
+    writer.close()
+    assert follower.stalls is not None
+    status = log.stat()
+    assert len(follower.stalls.offsets._files[(status.st_dev, status.st_ino)][0]) == 1
