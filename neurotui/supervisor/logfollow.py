@@ -18,6 +18,7 @@ import json
 import math
 import os
 import struct
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -774,22 +775,20 @@ class LogFollower:
         read_at = self.stalls.read_at
         ripe = math.inf if final else max(
             (end for end, read in followed.held if read + PLACE_AFTER_S <= read_at), default=-1)
-        start, stamps = base, []
-        place = offsets.place
-        for line_end in _line_ends(whole, base):
-            stamp, first, later = place(ident, start)
-            if not (later or line_end <= ripe):
-                break  # a step not read yet may come before it
+        ends = _line_ends(whole, base)
+        times, first, bounded = offsets.place_all(ident, [base, *ends[:-1]] if ends else [])
+        # The lines a later step bounds, and those the probe was read long enough after
+        # (both the first ones): the rest wait, as a step not read yet may come first.
+        take = max(bounded, bisect_right(ends, ripe))
+        start = ends[take - 1] if take else base
+        if take:
             # A line printed before the first step known: just before it.
-            stamps.append(stamp if stamp is not None else min(now, (first or now) - 1e-6))
-            start = line_end
-        taken = start - base
-        if stamps:
-            lines = whole[:taken - 1].decode("utf-8", "replace").split("\n")
+            stamps = [min(now, first - 1e-6) if t is None else t for t in times[:take]]
+            lines = whole[:start - base - 1].decode("utf-8", "replace").split("\n")
             self._take_lines(followed, lines, stamps)
             followed.held = [mark for mark in followed.held if mark[0] > start]
         offsets.forget_before(ident, start)  # (at every poll: a quiet stderr's steps too)
-        followed.pending = whole[taken:]
+        followed.pending = whole[start - base:]
         if not followed.held and followed.pending.endswith(b"]"):
             self._take_bar_positions(followed, now)
         return followed.offset - before >= _MAX_READ

@@ -140,13 +140,18 @@ class StallWatch:
     def _take_probe_lines(self, block: bytes) -> None:
         """The step records of `block` (whole lines) of a probe file."""
         steps = [raw for raw in block.split(b"\n") if b'"step"' in raw]
+        outs: list[tuple[int, int, int] | None] = []
+        errs: list[tuple[int, int, int] | None] = []
+        times: list[float] = []
         for record in _decoded_steps(steps):
             if record.kind == "step" and record.attempt == self.attempt:
                 self.step(record.rank or 0, record.step, record.t, record.src or "probe")
-                if record.out is not None:
-                    self.offsets.add(record.out, record.t)
-                if record.err is not None:
-                    self.offsets.add(record.err, record.t)
+                outs.append(record.out)
+                errs.append(record.err)
+                times.append(record.t)
+        if times:
+            self.offsets.add_many(outs, times)
+            self.offsets.add_many(errs, times)
 
     def _probe_files(self) -> list[Path]:
         probe, auto = self._probe_folder.both()

@@ -34,29 +34,64 @@ class StepOffsets:
 
     def add(self, where: tuple[int, int, int], t: float) -> None:
         """A step done at `t` when the file (device, inode) ended at `offset`."""
-        dev, ino, offset = where
-        steps = self._files.get((dev, ino))
-        if steps is None:
-            steps = self._files[(dev, ino)] = ([], [])
-            self.files_known += 1
-        offsets, times = steps
-        if offsets and offset < offsets[-1]:
-            offsets.clear()  # written again from the start (a new process): its steps only
-            times.clear()
-        offsets.append(offset)
-        times.append(t)
-        if len(offsets) > 2 * KEPT:
-            del offsets[:KEPT], times[:KEPT]
+        self.add_many([where], [t])
 
-    def place(self, file: FileId, start: int) -> tuple[float | None, float | None, bool]:
+    def add_many(self, wheres: list[tuple[int, int, int] | None], times: list[float]) -> None:
+        """Steps in the order done: each done at its time when its file ended at its offset
+        (None: not known). A step with nothing printed since the one before takes that one's
+        place (a line there came after both): a quiet stderr keeps one."""
+        # Hundreds a second (a 32-rank job's steps, for two files each): one loop, no calls.
+        current: FileId | None = None
+        offsets: list[int] = []
+        kept: list[float] = []
+        for where, t in zip(wheres, times, strict=True):
+            if where is None:
+                continue
+            dev, ino, offset = where
+            if current is None or current[0] != dev or current[1] != ino:
+                current = (dev, ino)
+                steps = self._files.get(current)
+                if steps is None:
+                    steps = self._files[current] = ([], [])
+                    self.files_known += 1
+                offsets, kept = steps
+            if offsets:
+                last = offsets[-1]
+                if offset == last:
+                    kept[-1] = t
+                    continue
+                if offset < last:  # written again from the start (a new process): its own
+                    offsets.clear()
+                    kept.clear()
+            offsets.append(offset)
+            kept.append(t)
+            if len(offsets) > 2 * KEPT:
+                del offsets[:KEPT], kept[:KEPT]
+
+    def place(self, file: FileId, start: int) -> tuple[float | None, float, bool]:
         """For a line of `file` that begins at byte `start`: the time of the last step done
         before it was printed (None: none known), the time of the first step known at all,
         and whether a later step is known (the line's place is then certain: a step not yet
         read cannot come between)."""
+        (stamp,), first, bounded = self.place_all(file, [start])
+        return stamp, first, bounded == 1
+
+    def place_all(self, file: FileId, starts: list[int]
+                  ) -> tuple[list[float | None], float, int]:
+        """`place` for lines beginning at `starts` (in file order), in one walk: each one's
+        step time (None: before the first step known), the first step's time, and how many
+        of them (the first ones) a later step bounds."""
         offsets, times = self._files[file]
-        at = bisect_right(offsets, start) - 1
-        return (times[at] if at >= 0 else None), (times[0] if times else None), \
-            at + 1 < len(offsets)
+        count = len(offsets)
+        at = bisect_right(offsets, starts[0]) - 1 if starts else -1
+        stamps: list[float | None] = []
+        bounded = 0
+        for start in starts:
+            while at + 1 < count and offsets[at + 1] <= start:
+                at += 1
+            stamps.append(times[at] if at >= 0 else None)
+            bounded += at + 1 < count
+        return stamps, times[0], bounded
 
     def forget_before(self, file: FileId, start: int) -> None:
         """Lines before byte `start` are all placed: only the last step before it is kept."""

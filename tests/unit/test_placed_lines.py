@@ -142,14 +142,19 @@ def test_a_line_printed_before_the_first_step_known_stays_before_it(tmp_path: Pa
     assert list(auto["loss"][:1]) == [1.0] and math.isnan(auto["loss"].iloc[1])
 
 
-def test_a_quiet_logs_steps_are_forgotten_as_the_polls_pass(tmp_path: Path) -> None:
-    """A rank's stderr.log with no line in it: the probe says where it stood at every step,
-    and the follower keeps only the last of them (a day of steps would otherwise pile up)."""
+def test_the_steps_before_the_lines_placed_are_forgotten(tmp_path: Path) -> None:
+    """Every step's offset is kept only until the lines after it are placed: a day of steps
+    would otherwise pile up (and a quiet stderr.log keeps one: a step with nothing printed
+    since the last takes its place)."""
     _, log, probe, follower, writer = new_session(tmp_path)
     for k in range(50):
         probe_step(probe, log, k + 1, 100.0 + k / 10)
+        printed(log, f"step {k + 1} loss 1.0\n")
         poll(follower, 1000.0 + k)
     writer.close()
     assert follower.stalls is not None
     status = log.stat()
-    assert len(follower.stalls.offsets._files[(status.st_dev, status.st_ino)][0]) == 1
+    assert len(follower.stalls.offsets._files[(status.st_dev, status.st_ino)][0]) <= 2
+    quiet = StepOffsets()
+    quiet.add_many([(*FILE, 7)] * 100 + [None], [float(k) for k in range(101)])
+    assert quiet._files[FILE] == ([7], [99.0])
