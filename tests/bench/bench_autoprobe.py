@@ -139,8 +139,15 @@ def run_worker(armed: bool, session: Path, args: argparse.Namespace) -> dict:
         env.pop(var, None)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--rounds",
            str(args.rounds), "--opt-chunk", str(args.opt_chunk)]
-    out = subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True, text=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    # Its stdout and stderr are files, as a job's are under neurotui (torchrun's logs, the
+    # spool): the probe then also notes where each stood at every step (its `out`, `err`).
+    logs = session / "logs"
+    logs.mkdir(exist_ok=True)
+    with open(logs / "stdout.log", "w") as out, open(logs / "stderr.log", "w") as err:
+        done = subprocess.run(cmd, env=env, cwd=REPO, stdout=out, stderr=err)
+    if done.returncode:
+        raise RuntimeError(f"worker failed: {(logs / 'stderr.log').read_text()[-2000:]}")
+    result = json.loads((logs / "stdout.log").read_text().strip().splitlines()[-1])
     check(result, armed, session)
     return result
 
@@ -156,11 +163,15 @@ def check(result: dict, armed: bool, session: Path) -> None:
         sys.exit(f"armed worker: probe armed={result['probe_armed']} on={result['probe_on']} "
                  "(it switched itself off: the figures would not include its cost)")
     kinds: dict[str, int] = {}
+    placed = 0
     with probe_file.open(encoding="utf-8") as f:
         for line in f:
-            kind = json.loads(line)["kind"]
-            kinds[kind] = kinds.get(kind, 0) + 1
+            record = json.loads(line)
+            kinds[record["kind"]] = kinds.get(record["kind"], 0) + 1
+            placed += "out" in record and "err" in record
     expected = result["steps_taken"]
+    if placed != expected:
+        sys.exit(f"armed worker: {placed} of {expected} steps say where the logs stood")
     if result["probe_steps"] != expected or kinds.get("step") != expected:
         sys.exit(f"armed worker: {expected} steps taken, probe counted {result['probe_steps']}, "
                  f"file holds {kinds.get('step')} step lines")
