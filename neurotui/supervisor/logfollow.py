@@ -6,6 +6,11 @@ takes the lines at its next poll, each with the time of the look that first saw 
 Where inotify cannot be had (not Linux, no watches left) the logs are polled, and each line is
 then up to the poll interval late: the session says which (`log_timing` in meta.json).
 
+The logs of ranks the automatic probe times are not stamped so: its step records say where the
+rank's stdout and stderr stood at each step (stepoffsets.py), and each line is read at a poll
+and given the time of the step it was printed after (_read_placed), so its loss goes with that
+step.
+
 Progress bars redraw one line with carriage returns, for a whole epoch without a newline: each
 position between carriage returns is parsed as it comes, a position drawn twice is one step,
 and a bar that starts again each epoch continues the step count.
