@@ -28,6 +28,9 @@ from neurotui.supervisor.stepoffsets import StepOffsets
 _PRECEDENCE = ("probe", "auto", "log")
 _KEPT = 256  # step times per rank and source: the median of the recent past
 _MAX_READ = 1 << 20
+HISTORY_BYTES = 1 << 20
+"""Of each probe file, an adopting supervisor reads this much of its end for where the logs
+stood (about 4,000 steps: minutes of a fast job's output since the old supervisor's mark)."""
 
 
 class _ProbeStep(msgspec.Struct):
@@ -106,10 +109,30 @@ class StallWatch:
 
     def skip_history(self) -> None:
         """Read the probe files on from their current ends (an adopting supervisor: the
-        steps before it came are history, and a long run's files are large)."""
+        steps before it came are history, and a long run's files are large). Only where
+        their last steps say the logs stood is taken (their last HISTORY_BYTES): the log
+        lines printed since the old supervisor's last mark are placed by them."""
         for path in self._probe_files():
             with contextlib.suppress(OSError):
-                self._offsets[path] = path.stat().st_size
+                size = path.stat().st_size
+                self._offsets[path] = size
+                start = max(0, size - HISTORY_BYTES)
+                block, complete = read_new_block(path, start, size - start)
+                first = block.find(b"\n") + 1 if start else 0  # (a line cut at the start)
+                self._take_offsets(block[first:complete])
+
+    def _take_offsets(self, block: bytes) -> None:
+        """Where the steps of `block` (whole lines of a probe file) say the logs stood."""
+        outs: list[tuple[int, int, int] | None] = []
+        errs: list[tuple[int, int, int] | None] = []
+        times: list[float] = []
+        for record in _decoded_steps([raw for raw in block.split(b"\n") if b'"out"' in raw]):
+            if record.kind == "step" and record.attempt == self.attempt:
+                outs.append(record.out)
+                errs.append(record.err)
+                times.append(record.t)
+        self.offsets.add_many(outs, times)
+        self.offsets.add_many(errs, times)
 
     def step(self, rank: int, step: int, t: float, src: str) -> None:
         track = self._tracks.get((rank, src))

@@ -158,3 +158,27 @@ def test_the_steps_before_the_lines_placed_are_forgotten(tmp_path: Path) -> None
     quiet = StepOffsets()
     quiet.add_many([(*FILE, 7)] * 100 + [None], [float(k) for k in range(101)])
     assert quiet._files[FILE] == ([7], [99.0])
+
+
+def test_an_adopting_supervisor_places_the_lines_since_the_old_ones_mark(
+        tmp_path: Path) -> None:
+    """The old supervisor died after step 1's line; steps 2 and 3 and their lines came while
+    none watched. The new one reads the probe files on from their ends, but takes where their
+    last steps say the log stood: the lines it reads from the old mark go with their steps."""
+    session, log, probe, follower, writer = new_session(tmp_path)
+    probe_step(probe, log, 1, 100.0)
+    printed(log, "step 1 loss 1.5\n")
+    poll(follower, 1000.0)
+    poll(follower, 1000.0 + PLACE_AFTER_S)  # line 1 taken
+    mark = log.stat().st_size
+    for step in (2, 3):
+        probe_step(probe, log, step, 100.0 + step / 10)
+        printed(log, f"step {step} loss {step}.5\n")
+    adopter = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True,
+                          watch=False)
+    adopter.stalls = StallWatch(session)
+    adopter.stalls.skip_history()
+    adopter.resume({layout.LAUNCHER_LOG: mark}, {0: 1})
+    poll(adopter, 1001.0, final=True)
+    writer.close()
+    assert log_steps(session) == [(100.0, 1.5), (100.2, 2.5), (100.3, 3.5)]
