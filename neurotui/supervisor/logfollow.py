@@ -677,9 +677,12 @@ class LogFollower:
         if not probed.keys() <= self._probed_ranks:
             self._probed_ranks.update(probed)
             self._poll_probed_logs()
-        self.take_read()  # before anything else: lines are taken in the order read
-        self._discover(now)
+        # Before anything else: a log the probe's steps now place has its looked lines placed,
+        # not stamped (the first second of its steps), and lines are taken in the order read.
         self._place_new_logs()
+        self.take_read()
+        self._discover(now)
+        self._place_new_logs()  # (a log found just now)
         for followed in self._files.values():
             # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
             # the last one, after the job's exit, reads each to its end.
@@ -748,6 +751,9 @@ class LogFollower:
             if followed.timed:
                 followed.timed = False
                 self._timed.remove(followed)
+            if followed.looks:  # seen, not read yet: read and placed instead
+                followed.looks = []
+                self._deferred = [f for f in self._deferred if f is not followed]
             followed.behind = True
 
     def _read_placed(self, followed: _Followed, now: float, final: bool) -> bool:
