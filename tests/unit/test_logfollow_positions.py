@@ -101,7 +101,7 @@ def test_printed_throughput_becomes_samples_per_second(tmp_path) -> None:
         "log lines; samples from printed throughput"
 
 
-def test_lines_are_stamped_within_milliseconds_of_their_write(tmp_path) -> None:
+def test_lines_are_stamped_by_the_look_the_kernels_word_woke(tmp_path) -> None:
     session, writer, follower = new_follower(tmp_path)
     if follower.fileno() is None:
         pytest.skip("inotify is not available on this system (the follower polls instead)")
@@ -109,7 +109,7 @@ def test_lines_are_stamped_within_milliseconds_of_their_write(tmp_path) -> None:
     follower.poll(time.time())  # discovers and watches the launcher log
     selector = selectors.DefaultSelector()
     selector.register(follower.fileno(), selectors.EVENT_READ)
-    written = []
+    written, looked = [], []
     with open(session / layout.LAUNCHER_LOG, "a", encoding="utf-8") as f:
         for i in range(1, 21):
             time.sleep(0.02)
@@ -117,14 +117,19 @@ def test_lines_are_stamped_within_milliseconds_of_their_write(tmp_path) -> None:
             f.write(f"neurotui-runner step={i} rank=0 samples=16 loss=1.0\n")
             f.flush()
             assert selector.select(timeout=2.0), "the kernel says the log changed"
-            follower.on_change(time.time())
+            looked.append(time.time())
+            follower.on_change(looked[-1])
     writer.flush()
     assert b'"step"' not in (session / layout.EVENTS).read_bytes()  # taken at the poll
     follower.poll(time.time())
     steps = steps_of(session, writer)
     assert list(steps["step"]) == list(range(1, 21))
+    # Each line has the time of the look the kernel's word woke, not the poll's: how late
+    # that is depends on this machine's scheduling (tests/bench/bench_log_follow.py measures
+    # it: a tenth of a millisecond, median), so this test holds the stamps to the looks.
+    assert list(steps["t"]) == looked
     late = steps["t"].to_numpy() - written
-    assert (late >= 0).all() and late.max() < 0.01, late
+    assert (late >= 0).all() and late.max() < 0.5, late
     assert follower.timing["method"] == "inotify"
 
 
