@@ -723,13 +723,19 @@ class LogFollower:
         for followed in self._files.values():
             if followed.watched and followed.rank in self._probed_ranks and \
                     self._changes is not None:
-                self._changes.unwatch(followed)
-                followed.watched = False
-                if followed.timed:
-                    followed.timed = False
-                    self._timed.remove(followed)
-                followed.behind = True  # what it gained since its last read: at this poll
+                self._read_at_polls(followed)
                 self._polled_probe_logs += 1
+
+    def _read_at_polls(self, followed: _Followed) -> None:
+        """`followed` is read at polls from now on: neither the kernel's word nor the batch's
+        timer looks at it; what it gained since its last read comes at the next poll."""
+        if followed.watched and self._changes is not None:
+            self._changes.unwatch(followed)
+        followed.watched = False
+        if followed.timed:
+            followed.timed = False
+            self._timed.remove(followed)
+        followed.behind = True
 
     def _place_new_logs(self) -> None:
         """Logs whose lines the automatic probe's steps can place (stepoffsets: its records
@@ -745,16 +751,10 @@ class LogFollower:
                 continue
             followed.placed = True
             self._placed_logs += 1
-            if followed.watched and self._changes is not None:
-                self._changes.unwatch(followed)
-            followed.watched = False
-            if followed.timed:
-                followed.timed = False
-                self._timed.remove(followed)
+            self._read_at_polls(followed)
             if followed.looks:  # seen, not read yet: read and placed instead
                 followed.looks = []
                 self._deferred = [f for f in self._deferred if f is not followed]
-            followed.behind = True
 
     def _read_placed(self, followed: _Followed, now: float, final: bool) -> bool:
         """What a placed log gained (_place_new_logs): each complete line stamped with the

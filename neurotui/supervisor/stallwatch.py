@@ -119,20 +119,21 @@ class StallWatch:
                 start = max(0, size - HISTORY_BYTES)
                 block, complete = read_new_block(path, start, size - start)
                 first = block.find(b"\n") + 1 if start else 0  # (a line cut at the start)
-                self._take_offsets(block[first:complete])
+                self._note_offsets(self._steps_of_attempt(block[first:complete], b'"out"'))
 
-    def _take_offsets(self, block: bytes) -> None:
-        """Where the steps of `block` (whole lines of a probe file) say the logs stood."""
-        outs: list[tuple[int, int, int] | None] = []
-        errs: list[tuple[int, int, int] | None] = []
-        times: list[float] = []
-        for record in _decoded_steps([raw for raw in block.split(b"\n") if b'"out"' in raw]):
-            if record.kind == "step" and record.attempt == self.attempt:
-                outs.append(record.out)
-                errs.append(record.err)
-                times.append(record.t)
-        self.offsets.add_many(outs, times)
-        self.offsets.add_many(errs, times)
+    def _steps_of_attempt(self, block: bytes, word: bytes) -> list[_ProbeStep]:
+        """The step records of this attempt among the lines of `block` (whole lines of a
+        probe file) that hold `word`."""
+        return [record for record in _decoded_steps([raw for raw in block.split(b"\n")
+                                                     if word in raw])
+                if record.kind == "step" and record.attempt == self.attempt]
+
+    def _note_offsets(self, records: list[_ProbeStep]) -> None:
+        """Where these steps say the ranks' logs stood (the follower places lines by them)."""
+        if records:
+            times = [record.t for record in records]
+            self.offsets.add_many([record.out for record in records], times)
+            self.offsets.add_many([record.err for record in records], times)
 
     def step(self, rank: int, step: int, t: float, src: str) -> None:
         track = self._tracks.get((rank, src))
@@ -162,19 +163,10 @@ class StallWatch:
 
     def _take_probe_lines(self, block: bytes) -> None:
         """The step records of `block` (whole lines) of a probe file."""
-        steps = [raw for raw in block.split(b"\n") if b'"step"' in raw]
-        outs: list[tuple[int, int, int] | None] = []
-        errs: list[tuple[int, int, int] | None] = []
-        times: list[float] = []
-        for record in _decoded_steps(steps):
-            if record.kind == "step" and record.attempt == self.attempt:
-                self.step(record.rank or 0, record.step, record.t, record.src or "probe")
-                outs.append(record.out)
-                errs.append(record.err)
-                times.append(record.t)
-        if times:
-            self.offsets.add_many(outs, times)
-            self.offsets.add_many(errs, times)
+        records = self._steps_of_attempt(block, b'"step"')
+        for record in records:
+            self.step(record.rank or 0, record.step, record.t, record.src or "probe")
+        self._note_offsets(records)
 
     def _probe_files(self) -> list[Path]:
         probe, auto = self._probe_folder.both()
