@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,24 +26,60 @@ def read_new_block(path: Path, offset: int, max_bytes: int = -1) -> tuple[bytes,
     # a few KB each, where a buffered file object costs more than the read.
     fd = os.open(path, os.O_RDONLY)
     try:
-        size = os.fstat(fd).st_size - offset
-        want = size if max_bytes < 0 else min(size, max_bytes)
-        chunk = os.pread(fd, want, offset) if want > 0 else b""
-        complete = chunk.rfind(b"\n") + 1
-        if not complete and len(chunk) == max_bytes > 0:  # a line longer than a piece
-            parts = [chunk]
-            read = len(chunk)
-            while more := os.pread(fd, _LONG_LINE_STEP, offset + read):
-                newline = more.find(b"\n")
-                parts.append(more if newline < 0 else more[:newline + 1])
-                read += len(parts[-1])
-                if newline >= 0:
-                    break
-            chunk = b"".join(parts)
-            complete = chunk.rfind(b"\n") + 1
+        return _read_block(fd, offset, max_bytes, os.fstat(fd).st_size)
     finally:
         os.close(fd)
+
+
+def _read_block(fd: int, offset: int, max_bytes: int, file_size: int) -> tuple[bytes, int]:
+    """read_new_block's read, of the open file `fd` (`file_size` bytes long)."""
+    size = file_size - offset
+    want = size if max_bytes < 0 else min(size, max_bytes)
+    chunk = os.pread(fd, want, offset) if want > 0 else b""
+    complete = chunk.rfind(b"\n") + 1
+    if not complete and len(chunk) == max_bytes > 0:  # a line longer than a piece
+        parts = [chunk]
+        read = len(chunk)
+        while more := os.pread(fd, _LONG_LINE_STEP, offset + read):
+            newline = more.find(b"\n")
+            parts.append(more if newline < 0 else more[:newline + 1])
+            read += len(parts[-1])
+            if newline >= 0:
+                break
+        chunk = b"".join(parts)
+        complete = chunk.rfind(b"\n") + 1
     return chunk, complete
+
+
+class KeptFiles:
+    """read_new_block for files read again and again (every second, dozens of them): each
+    kept open, so that a read is an fstat and a pread, not an open and a close besides. For
+    files only ever appended to (probe files): a file made again under its name is not seen,
+    as the one first opened is read on."""
+
+    def __init__(self) -> None:
+        self._fds: dict[Path, int] = {}
+
+    def read_new_block(self, path: Path, offset: int, max_bytes: int = -1) -> tuple[bytes, int]:
+        """As the function of that name. Raises OSError; the file is then let go."""
+        fd = self._fds.get(path)
+        try:
+            if fd is None:
+                fd = self._fds[path] = os.open(path, os.O_RDONLY)
+            return _read_block(fd, offset, max_bytes, os.fstat(fd).st_size)
+        except OSError:
+            self.forget(path)
+            raise
+
+    def forget(self, path: Path) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def close(self) -> None:
+        for path in list(self._fds):
+            self.forget(path)
 
 
 def split_lines(pending: bytes, chunk: bytes) -> tuple[list[bytes], bytes]:

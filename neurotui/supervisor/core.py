@@ -472,6 +472,7 @@ class Supervisor:
         if self._signal_wake is not None:
             self._signal_wake.close()
         self.follower.close()
+        self.stalls.close()
         self.process_rows.close()
         self.host.close()
         if self.exporter is not None:

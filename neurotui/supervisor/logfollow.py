@@ -771,6 +771,11 @@ class LogFollower:
             return False
         if chunk:
             followed.held.append((followed.offset, now))
+        elif not followed.pending:
+            # Nothing new, nothing waiting (a rank's quiet stderr, half of the placed logs):
+            # its steps need no forgetting either, as a step printing nothing replaces the one
+            # before it (StepOffsets.add_many).
+            return False
         offsets, ident = self.stalls.offsets, followed.ident
         whole = followed.pending + chunk
         if followed.parsed or b"\r" in whole or ident not in offsets:

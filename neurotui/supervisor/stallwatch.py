@@ -21,7 +21,7 @@ import msgspec
 
 from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_WARMUP_STEPS, stall_limit_s
 from neurotui.session import layout
-from neurotui.session.tailing import read_new_block
+from neurotui.session.tailing import KeptFiles, read_new_block
 from neurotui.supervisor.alerting import Raised
 from neurotui.supervisor.stepoffsets import StepOffsets
 
@@ -92,6 +92,7 @@ class StallWatch:
         self.attempt = attempt
         self._tracks: dict[tuple[int, str], _Track] = {}
         self._offsets: dict[Path, int] = {}  # each probe file's complete lines read so far
+        self._files = KeptFiles()  # read every second: kept open
         self._compiled_at: dict[int | None, float] = {}
         self._probe_folder = layout.ProbeFolder(session_dir)
         self.offsets = StepOffsets()
@@ -154,12 +155,15 @@ class StallWatch:
         for path in self._probe_files():
             offset = self._offsets.get(path, 0)
             try:
-                block, complete = read_new_block(path, offset, _MAX_READ)
+                block, complete = self._files.read_new_block(path, offset, _MAX_READ)
             except OSError:
                 continue
             self._offsets[path] = offset + complete  # a line being written: read again
             if complete:
                 self._take_probe_lines(block[:complete])
+
+    def close(self) -> None:
+        self._files.close()
 
     def _take_probe_lines(self, block: bytes) -> None:
         """The step records of `block` (whole lines) of a probe file."""
