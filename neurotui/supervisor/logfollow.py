@@ -1122,12 +1122,16 @@ class LogFollower:
         if followed.rank is None:
             return  # torchrun's console repeats the rank files, which are parsed instead
         steps: list[_LogStep] = []
+        # A placed log's rank is timed by the probe's steps, which the stall watch has: it
+        # prefers them to log lines, so it is not told of each line as well.
+        watched = not followed.placed
         for record, stamp, line in zip(self.parser.parse_values_many(lines), stamps, lines,
                                        strict=True):
             if record is None:
                 continue
             if record.__class__ is StepValues:
-                self._record_step(record, rank, stamp, steps)  # type: ignore[arg-type]
+                self._record_step(record, rank, stamp, steps,  # type: ignore[arg-type]
+                                  watched=watched)
             else:
                 self._write_steps(steps)  # the steps before it first, in the order read
                 self._record_compile(record, rank, line, stamp)  # type: ignore[arg-type]
@@ -1172,9 +1176,10 @@ class LogFollower:
             self.stalls.compiled(rank, now)
 
     def _record_step(self, record: StepValues, rank: int | None, now: float,
-                     batch: list[_LogStep] | None = None) -> None:
+                     batch: list[_LogStep] | None = None, *, watched: bool = True) -> None:
         """A step line's record (`rank`: its log's, when the line names none): written, or
-        added to `batch` (_write_steps writes a batch's records in one go)."""
+        added to `batch` (_write_steps writes a batch's records in one go); the stall watch
+        is told of it when `watched`."""
         rank = record.rank if record.rank is not None else (rank or 0)
         if rank in self._probed_ranks:
             return
@@ -1232,7 +1237,7 @@ class LogFollower:
             self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
                               loss=record.loss, dt=dt, phases=None, src="log",
                               attempt=self.attempt, **printed)
-        if self.stalls is not None:
+        if watched and self.stalls is not None:
             self.stalls.step(rank, step, now, "log")
         self._steps_written += 1
 

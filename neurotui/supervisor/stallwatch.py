@@ -168,8 +168,18 @@ class StallWatch:
     def _take_probe_lines(self, block: bytes) -> None:
         """The step records of `block` (whole lines) of a probe file."""
         records = self._steps_of_attempt(block, b'"step"')
+        # A file's steps are one rank's, of one source: its track is looked up once, not at
+        # each of hundreds of steps a second.
+        track, rank, src = None, -1, ""
         for record in records:
-            self.step(record.rank or 0, record.step, record.t, record.src or "probe")
+            if track is None or record.rank != rank or record.src != src:
+                rank, src = record.rank, record.src
+                key = (rank or 0, src or "probe")
+                track = self._tracks.get(key)
+                if track is None:
+                    self._tracks[key] = _Track(record.t, record.step)
+                    continue
+            track.add(record.t, record.step)
         self._note_offsets(records)
 
     def _probe_files(self) -> list[Path]:
