@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from neurotui.childenv import numpy_helper_env
 from neurotui.session import bulk
 from neurotui.session.tailing import read_new_block
 
@@ -98,7 +99,7 @@ class HelperDecode:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _HELPER_MAIN, str(self._folder)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONPATH": _package_root()})
+                env=numpy_helper_env(PYTHONPATH=_package_root()))
             assert self._proc.stdin is not None
             # Left open: the helper waits for its end to know the reader is gone (below).
             pickle.dump(([(str(p), o) for p, o in files], piece_bytes), self._proc.stdin)

@@ -6,10 +6,12 @@ needs numpy and the reader, which the supervisor must not load (it stays at abou
 training for days), so the work is done by a child process, `python -m
 neurotui.session.keeper` (session/keeper.py), started from the supervisor's loop once the
 session holds enough JSON lines to be worth a cache, and again whenever KEEP_BEHIND_BYTES
-more were written (or KEEP_EVERY_S passed). A keeper costs about a quarter of a CPU second
-(a new interpreter, numpy), whatever it has to do: spaced by the bytes written, its cost
-follows the run's rate (at 32 ranks x 10 steps/s, one every three minutes: 0.1% of a core),
-and an attach never has more than those bytes to read itself (a fifth of a second).
+more were written (or KEEP_EVERY_S passed). A keeper costs about 0.13 CPU-s whatever it has
+to do (a new interpreter, numpy loaded with one BLAS thread: childenv.py), and about 0.1 s
+more to append 8 MiB: spaced by the bytes written, its cost follows the run's rate. At 32 ranks
+x 10 steps/s that is one every 150 s from log lines alone (0.15% of a core), and one every 70 s
+with the automatic probe's files beside them (0.4%): tests/bench/bench_log_follow.py measures it.
+An attach never has more than those bytes to read itself (a fifth of a second).
 
 The child runs niced in a session of its own, never two at once; it is reaped on a later tick
 (no zombie), and waited for (then killed) when the supervisor exits. Whatever it does, the job
@@ -24,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from neurotui.childenv import numpy_helper_env
 from neurotui.session import layout
 
 KEEP_BEHIND_BYTES = 8 << 20
@@ -84,7 +87,7 @@ class CacheKeeper:
                  str(self.dir)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=None,  # the supervisor's own: supervisor.log
-                start_new_session=True, close_fds=True)
+                start_new_session=True, close_fds=True, env=numpy_helper_env())
         except OSError as exc:  # no memory for a process now: next time
             self._tell(f"cannot start the cache keeper: {exc}")
             return

@@ -25,6 +25,15 @@ the probe's files each second, and the ranks' logs at polls: each line is placed
 probe's step it was printed after (by offset), not stamped as it comes, and its loss goes onto
 that step's row (reported: the share of the probe's rows that carry their line's loss).
 
+Beside the supervisor, reported: its cache keeper's share (supervisor/cachekeeping.py), a
+child process started after every KEEP_BEHIND_BYTES of JSON lines the session gains, to keep
+attach, replay and compare under a second. The run is too short to start one, so it is worked
+out from measurements: the session's JSON lines a second while the job wrote, and two keeper
+runs on the session at the end (a build, whose CPU per byte read stands for an append's, and a
+run with nothing to do: its fixed cost, an interpreter and numpy). Their sum a
+KEEP_BEHIND_BYTES run, over the seconds the job takes to write that much, is the keeper's share
+of a core.
+
 Anchors, measured in the same run: a Python process that only sleeps and wakes as often as the
 supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); and the same loop
 doing one fstat per line the supervisor read (its stamps are the logs' modification times),
@@ -36,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -48,7 +58,10 @@ import numpy as np
 import psutil
 
 from neurotui import metrics
+from neurotui.childenv import numpy_helper_env
+from neurotui.session import layout
 from neurotui.session.reader import SessionReader
+from neurotui.supervisor.cachekeeping import KEEP_BEHIND_BYTES, KEEPER_MODULE
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_LIMIT = 0.005
@@ -153,6 +166,32 @@ def run_time_s(pid: int) -> float | None:
         return None
 
 
+def keeper_cpu_s(session: Path) -> tuple[float, str]:
+    """One keeper run on `session` as the supervisor starts it (a new process; no least size):
+    its CPU seconds (user + system, from the kernel's account of reaped children), and what
+    it said it did."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-m", KEEPER_MODULE, "--min-bytes", "0",
+                           str(session)], cwd=REPO, capture_output=True, text=True, check=True,
+                          env=numpy_helper_env())
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, done.stderr.strip()
+
+
+def keeper_share(session: Path, json_bytes_per_s: float) -> dict[str, float]:
+    """The cache keeper's share of a core at the session's rate of JSON lines (see the
+    module's docstring): its CPU for a KEEP_BEHIND_BYTES run, every KEEP_BEHIND_BYTES."""
+    built_bytes = layout.json_lines_bytes(session)
+    build_s, _ = keeper_cpu_s(session)
+    idle_s, _ = keeper_cpu_s(session)  # the cache is current now: nothing to do
+    per_byte = max(0.0, build_s - idle_s) / built_bytes
+    run_s = idle_s + per_byte * KEEP_BEHIND_BYTES
+    every_s = KEEP_BEHIND_BYTES / json_bytes_per_s if json_bytes_per_s > 0 else float("inf")
+    return {"keeper_share": run_s / every_s, "keeper_run_s": run_s, "keeper_every_s": every_s,
+            "keeper_idle_s": idle_s, "json_kb_per_s": json_bytes_per_s / 1e3}
+
+
 def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         lines: str = "runner", launcher: str = "torchrun",
         auto_probe: bool = False) -> dict[str, float]:
@@ -189,10 +228,12 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         supervisor = psutil.Process(meta["supervisor_pid"])
         time.sleep(max(0.0, start + 2.0 - time.time()))  # the ranks' steady output
         cpu0, t0 = supervisor.cpu_times(), time.time()
+        json0 = layout.json_lines_bytes(session)
         run0 = run_time_s(supervisor.pid)
         switches0 = supervisor.num_ctx_switches().voluntary
         time.sleep(max(1.0, seconds - 3.0))
         cpu1, t1 = supervisor.cpu_times(), time.time()
+        json1 = layout.json_lines_bytes(session)
         run1 = run_time_s(supervisor.pid)
         wakeups = (supervisor.num_ctx_switches().voluntary - switches0) / (t1 - t0)
         rss = supervisor.memory_info().rss
@@ -218,7 +259,8 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         medians = metrics.rank_step_times(steps)
         auto = steps[steps["src"].astype(str) == "auto"]
         with_loss = float(auto["loss"].notna().mean()) if len(auto) else float("nan")
-    return {"cpu_share": share, "tick_share": tick_share, "wakeups_per_s": wakeups,
+        keeper = keeper_share(session, (json1 - json0) / (t1 - t0))
+    return {**keeper, "cpu_share": share, "tick_share": tick_share, "wakeups_per_s": wakeups,
             "rss_mb": rss / 1e6,
             "system_share": (cpu1.system - cpu0.system) / (t1 - t0),
             "found": len(late) / len(written),
@@ -277,7 +319,11 @@ def main() -> int:
               f"median step {figures['step_median_s'] * 1000:.1f} ms vs {truth * 1000:.1f} ms "
               f"written ({error:.1%} off)"
               + (f"; {figures['with_loss']:.1%} of the probe's rows carry their line's loss"
-                 if auto_probe else ""), flush=True)
+                 if auto_probe else "")
+              + f"; its cache keeper {figures['keeper_share']:.2%} of a core (a run of "
+              f"{figures['keeper_run_s']:.2f} CPU-s, {figures['keeper_idle_s']:.2f} of it "
+              f"fixed, every {figures['keeper_every_s']:.0f} s at "
+              f"{figures['json_kb_per_s']:.0f} kB/s of JSON lines)", flush=True)
         if watch:  # the default; polling is the fallback, reported beside it
             ok &= error <= 0.05 and figures["found"] == 1.0
             if auto_probe:  # each step's line printed after it: each row has its loss

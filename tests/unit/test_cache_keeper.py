@@ -317,3 +317,23 @@ def test_a_keeper_still_at_work_when_the_supervisor_ends_is_killed(tmp_path: Pat
     assert child.returncode == -9
     if cache.state(d, STEP_SOURCES) is not None:  # it was quicker: a whole cache, then
         assert_as_a_whole_read(d)
+
+
+def test_the_keeper_loads_numpy_with_one_blas_thread_and_nothing_else_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenBLAS starts a spinning thread per CPU as numpy loads: half of an idle keeper's CPU
+    on 2 cores, more on a 128-vCPU host. The keeper is told to start one; the supervisor's
+    own environment, which the training job gets, is left as it was."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    d = new_session(tmp_path)
+    write_round(d, 1, 2)
+    keeping = CacheKeeper(d, min_bytes=0)
+    keeping.tick(T0)
+    child = keeping.child
+    assert child is not None
+    # Popen returned after the exec: this is the keeper's own environment.
+    environ = Path(f"/proc/{child.pid}/environ").read_bytes().split(b"\0")
+    wait_reaped(keeping, T0)
+    assert b"OPENBLAS_NUM_THREADS=1" in environ
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert keeping.last_code == 0 and cache.state(d, STEP_SOURCES) is not None
