@@ -799,10 +799,13 @@ class SessionReader:
         losses = len(self._log_losses)
         if not keep.all():
             dropped = ~keep & (src == _LOG) & np.isfinite(steps.loss)
-            for i in np.flatnonzero(dropped):
-                if self._best_source(int(rank[i])) == _AUTO:
-                    self._log_losses.append((float(steps.t[i]), int(rank[i]),
-                                             float(steps.loss[i])))
+            # Thousands of log rows a read (a probe-timed job's lines): each rank's best
+            # source asked once, not once a row.
+            timed = [r for r in np.unique(rank[dropped]).tolist()
+                     if self._best_source(r) == _AUTO]
+            placed = np.flatnonzero(dropped & np.isin(rank, timed))
+            self._log_losses.extend(zip(steps.t[placed].tolist(), rank[placed].tolist(),
+                                        steps.loss[placed].tolist(), strict=True))
         losses = len(self._log_losses) - losses  # taken in too: counted as added
         every = bool(keep.all())
         kept = np.flatnonzero(keep)
@@ -1131,17 +1134,22 @@ def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
     rank = chunk["rank"]
     t = chunk["t"]
     loss = chunk["loss"].copy()
-    by_rank: dict[int, np.ndarray] = {}
-    unplaced = []
-    for log_t, log_rank, value in losses:
-        rows = by_rank.get(log_rank)
-        if rows is None:
-            rows = by_rank[log_rank] = np.flatnonzero(auto & (rank == log_rank))
-        at = int(np.searchsorted(t[rows], log_t, side="right")) - 1
-        if at < 0:
-            unplaced.append((log_t, log_rank, value))
-        elif math.isnan(loss[rows[at]]):
-            loss[rows[at]] = value
+    log_t = np.array([x[0] for x in losses], dtype=np.float64)
+    log_rank = np.array([x[1] for x in losses], dtype=np.int64)
+    values = np.array([x[2] for x in losses], dtype=np.float64)
+    # Each loss's row (-1: none before it), a rank's losses in one search (thousands a read).
+    row = np.full(len(losses), -1, dtype=np.int64)
+    for r in np.unique(log_rank).tolist():
+        mine = np.flatnonzero(log_rank == r)
+        rows = np.flatnonzero(auto & (rank == r))
+        at = np.searchsorted(t[rows], log_t[mine], side="right") - 1
+        row[mine] = np.where(at >= 0, rows[np.maximum(at, 0)] if len(rows) else -1, -1)
+    # A row takes the first of its losses, in the order given, where it has none of its own.
+    placed = np.flatnonzero(row >= 0)
+    first_rows, first = np.unique(row[placed], return_index=True)
+    empty = np.isnan(loss[first_rows])
+    loss[first_rows[empty]] = values[placed[first][empty]]
+    unplaced = [losses[i] for i in np.flatnonzero(row < 0).tolist()]
     return chunk.with_column("loss", loss), unplaced
 
 

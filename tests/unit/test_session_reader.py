@@ -309,3 +309,38 @@ def test_a_new_writer_starts_after_a_line_cut_by_a_dead_one(tmp_path: Path) -> N
             attempt=0)
     w.close()
     assert list(SessionReader(d).load().steps()["step"]) == [2]
+
+
+def _put_log_losses_one_by_one(t, rank, auto, loss, losses):
+    """The rule as said: each loss, in order, onto its rank's last automatic row at or before
+    it, where that row has no loss yet; the rest are handed back."""
+    loss = loss.copy()
+    unplaced = []
+    for log_t, log_rank, value in losses:
+        rows = [i for i in range(len(t)) if auto[i] and rank[i] == log_rank and t[i] <= log_t]
+        if not rows:
+            unplaced.append((log_t, log_rank, value))
+        elif math.isnan(loss[rows[-1]]):
+            loss[rows[-1]] = value
+    return loss, unplaced
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_log_losses_go_onto_the_automatic_rows_as_the_rule_says(seed: int) -> None:
+    """reader._put_log_losses (a rank's losses found in one search) against the rule, one
+    loss at a time: rows of several ranks and sources with equal times, rows with losses of
+    their own, two losses for one row, losses before any row."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 30))
+    t = np.sort(rng.integers(0, 20, n).astype(np.float64))
+    rank = rng.integers(0, 3, n).astype(np.int64)
+    src = rng.choice([STEP_SOURCES.index("auto"), STEP_SOURCES.index("log")], n).astype(np.int8)
+    loss = np.where(rng.random(n) < 0.3, rng.random(n), np.nan)
+    losses = [(float(rng.integers(-2, 22)), int(rng.integers(0, 4)), float(rng.random()))
+              for _ in range(int(rng.integers(0, 25)))]
+    chunk = reader_module.Columns({"t": t, "rank": rank, "src": src, "loss": loss})
+    placed, unplaced = reader_module._put_log_losses(chunk, losses)
+    want_loss, want_unplaced = _put_log_losses_one_by_one(
+        t, rank, src == STEP_SOURCES.index("auto"), loss, losses)
+    np.testing.assert_array_equal(placed["loss"], want_loss)
+    assert unplaced == want_unplaced
