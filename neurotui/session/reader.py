@@ -1044,18 +1044,19 @@ class SessionReader:
             rank, codes = table["rank"], table["src"]
             rank_order = _PRECEDENCE_OF_CODE[codes]
             drop = np.zeros(len(table), dtype=bool)
-            moved = []
+            moved = []  # rows whose losses stay, on the automatic rows (a cold read: all of
+            # a rank's log rows, read before its probe file)
             for r, best in self._purge.items():
                 mine = (rank == r) & (rank_order > _PRECEDENCE[best])
                 drop |= mine
                 if best == _AUTO:  # the log lines' losses stay, on the automatic rows
-                    loss = table["loss"]
-                    lost = np.flatnonzero(mine & (codes == _LOG) & np.isfinite(loss))
-                    moved += [(float(t), r, float(loss[i]))
-                              for i, t in zip(lost, table["t"][lost], strict=True)]
+                    moved.append(np.flatnonzero(mine & (codes == _LOG) &
+                                                np.isfinite(table["loss"])))
+            lost = np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)
+            log_t, log_rank, values = table["t"][lost], rank[lost], table["loss"][lost]
             table = table.rows(~drop)
-            if moved:
-                table = _put_log_losses(table, moved)[0]
+            if len(lost):
+                table = _place_losses(table, log_t, log_rank, values)[0]
             self._purge.clear()
             parts = [table]
         return parts
@@ -1127,18 +1128,27 @@ def _positive(value: Any) -> float | None:
 
 def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
                     ) -> tuple[Columns, list[tuple[float, int, float]]]:
-    """Each log-printed loss onto the automatic probe's row of that rank just before it, where
-    that row has none: the loss a script prints belongs to the step it just took. Also the
-    losses with no such row in `chunk` (theirs came in an earlier one, or none is known)."""
+    """Each log-printed loss (t, rank, loss) onto the automatic probe's row of that rank just
+    before it, where that row has none: the loss a script prints belongs to the step it just
+    took. Also the losses with no such row in `chunk` (theirs came in an earlier one, or none
+    is known)."""
+    if not losses:
+        return chunk, []
+    table = np.array(losses, dtype=np.float64).reshape(-1, 3)  # one conversion, not three
+    chunk, unplaced = _place_losses(chunk, table[:, 0], table[:, 1].astype(np.int64),
+                                    table[:, 2])
+    return chunk, [losses[i] for i in unplaced.tolist()]
+
+
+def _place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
+                  values: np.ndarray) -> tuple[Columns, np.ndarray]:
+    """_put_log_losses of losses given as columns; the indices of those not placed."""
     auto = chunk["src"] == _AUTO
     rank = chunk["rank"]
     t = chunk["t"]
     loss = chunk["loss"].copy()
-    log_t = np.array([x[0] for x in losses], dtype=np.float64)
-    log_rank = np.array([x[1] for x in losses], dtype=np.int64)
-    values = np.array([x[2] for x in losses], dtype=np.float64)
     # Each loss's row (-1: none before it), a rank's losses in one search (thousands a read).
-    row = np.full(len(losses), -1, dtype=np.int64)
+    row = np.full(len(log_t), -1, dtype=np.int64)
     for r in np.unique(log_rank).tolist():
         mine = np.flatnonzero(log_rank == r)
         rows = np.flatnonzero(auto & (rank == r))
@@ -1149,8 +1159,7 @@ def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
     first_rows, first = np.unique(row[placed], return_index=True)
     empty = np.isnan(loss[first_rows])
     loss[first_rows[empty]] = values[placed[first][empty]]
-    unplaced = [losses[i] for i in np.flatnonzero(row < 0).tolist()]
-    return chunk.with_column("loss", loss), unplaced
+    return chunk.with_column("loss", loss), np.flatnonzero(row < 0)
 
 
 def _left_as_line(head: bulk.Head) -> bool:
