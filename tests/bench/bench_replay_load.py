@@ -16,8 +16,15 @@ events.jsonl, about 1 GB of JSON lines in all. Then measures:
 - full compare: compare_rows() + the text table in this process, and `neurotui compare` as
   a fresh process, imports included, as a user runs it: both under 3 s.
 
+With --auto-probe, the session is what neurotui records by default of a torch job whose ranks
+print a line a step: the automatic probe's step files (auto-rank-N.jsonl, src "auto", with where
+the logs stood), and in events.jsonl each step's log line as its record (src "log", its loss),
+which the reader puts onto the probe's row. Half the events are then such log records, a step
+every ~1.8 s per rank.
+
     .venv/bin/python tests/bench/bench_replay_load.py               # 3M events, ~3 minutes
     .venv/bin/python tests/bench/bench_replay_load.py --events 300000   # quick look
+    .venv/bin/python tests/bench/bench_replay_load.py --auto-probe     # the default path's shape
 """
 
 from __future__ import annotations
@@ -50,14 +57,15 @@ T0 = 1_780_000_000.0
 
 
 def generate(session: Path, events: int = 3_000_000, ranks: int = 32, hours: float = 24.0,
-             cpus: int = 128, workers_per_rank: int = 1) -> int:
+             cpus: int = 128, workers_per_rank: int = 1, auto_probe: bool = False) -> int:
     """Write a finished session of about `events` events; returns the exact count.
 
     Lines are formatted with f-strings, and the per-second telemetry payloads are built
     once and cycled: json.dumps per record would take longer than the loads measured.
+    `auto_probe`: the automatic probe's steps, and a log record a step (module docstring).
     """
     seconds = int(hours * 3600)
-    per_rank = max(1, (events - 2 * seconds - 3) // ranks)
+    per_rank = max(1, (events - 2 * seconds - 3) // (ranks * (2 if auto_probe else 1)))
     step_s = seconds / per_rank
     (session / "probe").mkdir(parents=True)
     (session / "logs").mkdir()
@@ -71,15 +79,16 @@ def generate(session: Path, events: int = 3_000_000, ranks: int = 32, hours: flo
                       "spot": False}}
     (session / "meta.json").write_text(json.dumps(meta))
     base = step_s / 1.02  # step times vary by 0..4 %, and t advances by exactly them
+    step_times = []  # each rank's
     for r in range(ranks):
         dts = [round(base * (1.0 + 0.01 * ((i + r) % 5)), 6) for i in range(1, per_rank + 1)]
-        with open(session / "probe" / f"rank-{r}.jsonl", "w") as f:
+        times = list(accumulate(dts, initial=T0 + r * 1e-4))[1:]
+        step_times.append(times)
+        name = f"auto-rank-{r}.jsonl" if auto_probe else f"rank-{r}.jsonl"
+        with open(session / "probe" / name, "w") as f:
             f.writelines(
-                f'{{"t":{t!r},"kind":"step","rank":{r},"step":{i},'
-                f'"samples":16,"loss":{2.0 + 1.0 / i:.5f},"dt":{dt},"phases":null,'
-                f'"src":"probe","attempt":0}}\n'
-                for i, dt, t in zip(range(1, per_rank + 1), dts,
-                                    list(accumulate(dts, initial=T0 + r * 1e-4))[1:], strict=True))
+                _probe_step(r, i, t, dt, auto_probe)
+                for i, dt, t in zip(range(1, per_rank + 1), dts, times, strict=True))
     cpu_lists = ["[" + ", ".join(f"{(k * 7 + i * 13) % 100 * 0.6:.1f}" for i in range(cpus))
                  + "]" for k in range(16)]
     procs = [f'{{"pid": 1000, "ppid": 1, "name": "torchrun", "role": "launcher", '
@@ -96,19 +105,48 @@ def generate(session: Path, events: int = 3_000_000, ranks: int = 32, hours: flo
                 f'"pgid": 1000, "argv": ["torchrun"]}}\n')
         f.write(f'{{"t": {T0 - 590.0}, "kind": "compile", "rank": null, "what": "compile", '
                 f'"line": "Compiler status PASS"}}\n')
+        logged = [0] * ranks  # each rank's steps whose log record is written
         for start in range(0, seconds, 3600):  # an hour at a time: bounded memory
             f.writelines(
                 f'{{"t": {T0 + k!r}, "kind": "host", "cpu": {cpu_lists[k % 16]}, '
                 f'"mem_used": {300 << 30}, "mem_total": {512 << 30}, '
                 f'"load": [40.0, 38.0, 35.0]}}\n'
                 f'{{"t": {T0 + k + 0.01!r}, "kind": "procs", "procs": {procs_list}}}\n'
+                + (_log_records(step_times, logged, T0 + k + 1) if auto_probe else "")
                 for k in range(start, min(seconds, start + 3600)))
         f.write(f'{{"t": {T0 + seconds + 4.0}, "kind": "proc_exit", "attempt": 0, '
                 f'"pid": 1000, "code": 0, "signal": null, "tail": {{}}}}\n')
     # On disk before anything is timed, as a user's long-written session is: the kernel
     # would write this gigabyte of dirty pages back about 30 s later, during a timed read.
     os.sync()
-    return per_rank * ranks + 2 * seconds + 3
+    return per_rank * ranks * (2 if auto_probe else 1) + 2 * seconds + 3
+
+
+def _probe_step(rank: int, step: int, t: float, dt: float, auto_probe: bool) -> str:
+    """A probe.step() record with its loss, or the automatic probe's (no loss; where the
+    rank's logs stood)."""
+    if not auto_probe:
+        return (f'{{"t":{t!r},"kind":"step","rank":{rank},"step":{step},"samples":16,'
+                f'"loss":{2.0 + 1.0 / step:.5f},"dt":{dt},"phases":null,"src":"probe",'
+                f'"attempt":0}}\n')
+    return (f'{{"t":{t!r},"kind":"step","rank":{rank},"step":{step},"samples":16,'
+            f'"loss":null,"dt":{dt},"phases":null,"src":"auto","attempt":0,'
+            f'"out":[27,{1000 + rank},{step * 60}],"err":[27,{2000 + rank},0]}}\n')
+
+
+def _log_records(step_times: list[list[float]], logged: list[int], before: float) -> str:
+    """The log records of each rank's steps done before `before` not written yet: each line
+    read a millisecond after its step, with the loss it printed."""
+    out = []
+    for r, times in enumerate(step_times):
+        i = logged[r]
+        while i < len(times) and times[i] < before:
+            out.append(f'{{"t":{times[i] + 0.001!r},"kind":"step","rank":{r},"step":{i + 1},'
+                       f'"samples":16.0,"loss":{2.0 + 1.0 / (i + 1):.5f},"dt":null,'
+                       f'"phases":null,"src":"log","attempt":0,"samples_from":"line"}}\n')
+            i += 1
+        logged[r] = i
+    return "".join(out)
 
 
 def raw_read(session: Path) -> float:
@@ -201,6 +239,8 @@ def main() -> None:
                    help="DataLoader workers per rank in the process-tree samples")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--dir", help="generate under this folder (default: a temporary one)")
+    p.add_argument("--auto-probe", action="store_true",
+                   help="the automatic probe's steps and a log record a step (see above)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp)
@@ -208,7 +248,7 @@ def main() -> None:
         started = time.perf_counter()
         hours = args.hours or 24.0 * args.events / 3_000_000
         events = generate(session, args.events, args.ranks, hours,
-                          workers_per_rank=args.workers_per_rank)
+                          workers_per_rank=args.workers_per_rank, auto_probe=args.auto_probe)
         size = sum(f.stat().st_size for f in session.rglob("*.jsonl"))
         print(f"generated {events:,} events ({size / 2**20:,.0f} MiB of JSON lines, "
               f"{args.ranks} ranks, {hours:g} h) in {time.perf_counter() - started:.1f} s")
