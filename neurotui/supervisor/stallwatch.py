@@ -175,11 +175,10 @@ class StallWatch:
             if track is None or record.rank != rank or record.src != src:
                 rank, src = record.rank, record.src
                 key = (rank or 0, src or "probe")
-                track = self._tracks.get(key)
-                if track is None:
-                    self._tracks[key] = _Track(record.t, record.step)
-                    continue
-            track.add(record.t, record.step)
+                self.step(key[0], record.step, record.t, key[1])
+                track = self._tracks[key]
+            else:
+                track.add(record.t, record.step)
         self._note_offsets(records)
 
     def _probe_files(self) -> list[Path]:

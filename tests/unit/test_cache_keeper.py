@@ -305,13 +305,19 @@ def test_the_supervisor_starts_the_keeper_past_its_size_and_reaps_it(tmp_path: P
     assert_as_a_whole_read(d)
 
 
-def test_a_keeper_still_at_work_when_the_supervisor_ends_is_killed(tmp_path: Path) -> None:
+def keeper_started(tmp_path: Path) -> tuple[Path, CacheKeeper, subprocess.Popen[bytes]]:
+    """A session of two rounds, and the supervisor's keeper just started on it."""
     d = new_session(tmp_path)
     write_round(d, 1, 2)
     keeping = CacheKeeper(d, min_bytes=0)
     keeping.tick(T0)
     child = keeping.child
     assert child is not None
+    return d, keeping, child
+
+
+def test_a_keeper_still_at_work_when_the_supervisor_ends_is_killed(tmp_path: Path) -> None:
+    d, keeping, child = keeper_started(tmp_path)
     keeping.close(timeout_s=0)  # it is still starting up
     assert keeping.child is None and keeping.last_code == -9
     assert child.returncode == -9
@@ -325,12 +331,7 @@ def test_the_keeper_loads_numpy_with_one_blas_thread_and_nothing_else_does(
     on 2 cores, more on a 128-vCPU host. The keeper is told to start one; the supervisor's
     own environment, which the training job gets, is left as it was."""
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    d = new_session(tmp_path)
-    write_round(d, 1, 2)
-    keeping = CacheKeeper(d, min_bytes=0)
-    keeping.tick(T0)
-    child = keeping.child
-    assert child is not None
+    d, keeping, child = keeper_started(tmp_path)
     # Popen returned after the exec: this is the keeper's own environment.
     environ = Path(f"/proc/{child.pid}/environ").read_bytes().split(b"\0")
     wait_reaped(keeping, T0)
