@@ -6,7 +6,7 @@ needs numpy and the reader, which the supervisor must not load (it stays at abou
 training for days), so the work is done by a child process, `python -m
 neurotui.session.keeper` (session/keeper.py), started from the supervisor's loop once the
 session holds enough JSON lines to be worth a cache, and again whenever KEEP_BEHIND_BYTES
-more were written (or KEEP_EVERY_S passed). A keeper costs about 0.13 CPU-s whatever it has
+more were written (or KEEP_EVERY_S passed). A keeper costs 0.13-0.17 CPU-s whatever it has
 to do (a new interpreter, numpy loaded with one BLAS thread: childenv.py), and about 0.1 s
 more to append 8 MiB: spaced by the bytes written, its cost follows the run's rate. At 32 ranks
 x 10 steps/s that is one every 150 s from log lines alone (0.15% of a core), and one every 70 s

@@ -21,7 +21,7 @@ import msgspec
 
 from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_WARMUP_STEPS, stall_limit_s
 from neurotui.session import layout
-from neurotui.session.tailing import KeptFiles, read_new_block
+from neurotui.session.tailing import KeptFiles
 from neurotui.supervisor.alerting import Raised
 from neurotui.supervisor.stepoffsets import StepOffsets
 
@@ -118,7 +118,7 @@ class StallWatch:
                 size = path.stat().st_size
                 self._offsets[path] = size
                 start = max(0, size - HISTORY_BYTES)
-                block, complete = read_new_block(path, start, size - start)
+                block, complete = self._files.read_new_block(path, start, size - start)
                 first = block.find(b"\n") + 1 if start else 0  # (a line cut at the start)
                 self._note_offsets(self._steps_of_attempt(block[first:complete], b'"out"'))
 

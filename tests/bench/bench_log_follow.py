@@ -166,25 +166,22 @@ def run_time_s(pid: int) -> float | None:
         return None
 
 
-def keeper_cpu_s(session: Path) -> tuple[float, str]:
+def keeper_cpu_s(session: Path) -> float:
     """One keeper run on `session` as the supervisor starts it (a new process; no least size):
-    its CPU seconds (user + system, from the kernel's account of reaped children), and what
-    it said it did."""
+    its CPU seconds (user + system, from the kernel's account of reaped children)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([sys.executable, "-m", KEEPER_MODULE, "--min-bytes", "0",
-                           str(session)], cwd=REPO, capture_output=True, text=True, check=True,
-                          env=numpy_helper_env())
+    subprocess.run([sys.executable, "-m", KEEPER_MODULE, "--min-bytes", "0", str(session)],
+                   cwd=REPO, capture_output=True, check=True, env=numpy_helper_env())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, done.stderr.strip()
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def keeper_share(session: Path, json_bytes_per_s: float) -> dict[str, float]:
     """The cache keeper's share of a core at the session's rate of JSON lines (see the
     module's docstring): its CPU for a KEEP_BEHIND_BYTES run, every KEEP_BEHIND_BYTES."""
     built_bytes = layout.json_lines_bytes(session)
-    build_s, _ = keeper_cpu_s(session)
-    idle_s, _ = keeper_cpu_s(session)  # the cache is current now: nothing to do
+    build_s = keeper_cpu_s(session)
+    idle_s = keeper_cpu_s(session)  # the cache is current now: nothing to do
     per_byte = max(0.0, build_s - idle_s) / built_bytes
     run_s = idle_s + per_byte * KEEP_BEHIND_BYTES
     every_s = KEEP_BEHIND_BYTES / json_bytes_per_s if json_bytes_per_s > 0 else float("inf")
