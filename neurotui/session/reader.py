@@ -67,6 +67,7 @@ _MAX_BAD_LOCATIONS = 5
 # Codes of the non-step kinds in the event index (what the cache keeps of them).
 _INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
 _KIND_CODE = {kind: code for code, kind in enumerate(_INDEXED_KINDS)}
+_MIXED = bulk.MixedDecoder(KNOWN_KINDS)
 BATCH_PIECE_BYTES = 1 << 20
 """Short pieces of step lines (a refresh's few lines per probe file) are decoded together up
 to this many bytes at once."""
@@ -681,6 +682,8 @@ class SessionReader:
         ranks seen so far, line by line: such sessions take the per-line path."""
         if len(lines) < bulk.MIN_BATCH or self._samples_per_step is not None:
             decoded, one_by_one, telemetry = bulk.empty(), list(range(len(lines))), {}
+        elif block is not None and (mixed := _MIXED.decode(block, len(lines))) is not None:
+            decoded, one_by_one, telemetry = self._sort_mixed(mixed)
         elif isinstance(lines, bulk.Spans) and block is not None and \
                 (heads := bulk.heads_of(block, len(lines))) is not None:
             decoded, one_by_one, telemetry = self._sort_by_heads(lines, heads)
@@ -749,6 +752,18 @@ class SessionReader:
         index.kind.frombytes(codes.tobytes())
 
     @staticmethod
+    def _sort_mixed(mixed: bulk.Mixed) -> tuple[bulk.DecodedSteps, list[int], dict[int, str]]:
+        """_sort_by_heads of a piece decoded whole (bulk.MixedDecoder)."""
+        others: list[int] = []
+        telemetry: dict[int, str] = {}
+        for i, kind, t in mixed.others:
+            if _left_as_line(kind, t):
+                telemetry[i] = kind
+            else:
+                others.append(i)
+        return mixed.steps, sorted(mixed.rejected + others), telemetry
+
+    @staticmethod
     def _sort_by_heads(lines: bulk.Spans, heads: list[bulk.Head]
                        ) -> tuple[bulk.DecodedSteps, list[int], dict[int, str]]:
         """A piece whose every line has a kind and time (`heads`): its step lines decoded,
@@ -761,7 +776,7 @@ class SessionReader:
             kind = head.kind
             if kind == "step":
                 steps.append(i)
-            elif _left_as_line(head):
+            elif _left_as_line(kind, head.t):
                 telemetry[i] = kind
             else:
                 others.append(i)
@@ -776,7 +791,8 @@ class SessionReader:
         if len(which) < bulk.MIN_BATCH // 4:
             return {}
         heads, taken, _ = bulk.decode_heads(lines, which, block)
-        return {i: h.kind for i, h in zip(taken, heads, strict=True) if _left_as_line(h)}
+        return {i: h.kind for i, h in zip(taken, heads, strict=True)
+                if _left_as_line(h.kind, h.t)}
 
     def _take_decoded(self, steps: bulk.DecodedSteps) -> int:
         """_take_step for a bulk of decoded step lines, column by column."""
@@ -1162,10 +1178,10 @@ def _place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
     return chunk.with_column("loss", loss), np.flatnonzero(row < 0)
 
 
-def _left_as_line(head: bulk.Head) -> bool:
-    """Whether a well-formed record is telemetry kept as its line (parsed only if among the
-    last kept): a bounded kind with a time in range."""
-    return head.kind in BOUNDED_KINDS and 0.0 <= head.t < MAX_TIME
+def _left_as_line(kind: str, t: float) -> bool:
+    """Whether a well-formed record (of `kind`, at `t`) is telemetry kept as its line (parsed
+    only if among the last kept): a bounded kind with a time in range."""
+    return kind in BOUNDED_KINDS and 0.0 <= t < MAX_TIME
 
 
 def _positions(lines: Sequence[bytes], start: int) -> tuple[np.ndarray, np.ndarray]:

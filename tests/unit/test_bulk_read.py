@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neurotui.session import bulk, cache, layout
+from neurotui.session import reader as reader_module
 from neurotui.session.reader import SessionReader
 from tests.unit.test_session_reader import make_session
 
@@ -22,13 +23,17 @@ ODD_VALUES = [None, True, "3", 1.5, -1, 2**64, 10**400, float("nan"), [], {}, "p
 def _read(session: Path, how: str, monkeypatch: pytest.MonkeyPatch,
           history: int | None) -> SessionReader:
     """`how`: "bulk" as a reader reads, "spans" with every piece's lines found where they
-    lie (as a telemetry piece's are: bulk.spans_of), "each" line by line."""
+    lie (as a telemetry piece's are: bulk.spans_of), "unmixed" with no piece decoded whole
+    (bulk.MixedDecoder: the kinds first, then the step lines, as where one line is odd),
+    "each" line by line."""
     with monkeypatch.context() as m:
         if how == "each":
             m.setattr(bulk, "MIN_BATCH", 10**9)
             m.setattr(bulk, "MIN_BLOCK", 10**9)
         elif how == "spans":
             m.setattr(bulk, "SPAN_MIN_LINE_BYTES", 0)
+        elif how == "unmixed":
+            m.setattr(reader_module._MIXED, "decode", lambda *_: None)
         m.setattr(cache, "save", lambda *_: False)  # each reader parses: none restores
         reader = SessionReader(session, telemetry_history=history)
         reader.load()
@@ -43,6 +48,7 @@ def assert_same_reads(session: Path, monkeypatch: pytest.MonkeyPatch,
     each = _read(session, "each", monkeypatch, history)
     assert_readers_agree(in_bulk, each)
     assert_readers_agree(_read(session, "spans", monkeypatch, history), each)
+    assert_readers_agree(_read(session, "unmixed", monkeypatch, history), each)
     return in_bulk
 
 
@@ -289,3 +295,55 @@ def test_a_telemetry_piece_of_long_lines_is_read_where_its_lines_lie(
         for offset, length in zip(index["offset"][-3:], index["length"][-3:], strict=True):
             f.seek(int(offset))
             assert json.loads(f.read(int(length)))["kind"] in ("host", "procs", "alert")
+
+
+@pytest.mark.parametrize("long_lines", [False, True])
+def test_a_piece_of_known_kinds_is_decoded_whole_and_reads_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, long_lines: bool) -> None:
+    """events.jsonl of a torch job timed by the automatic probe is its log lines' step
+    records among telemetry and a few events: a piece of known kinds only is decoded in one
+    call (bulk.MixedDecoder), and reads as line by line and as the longer way, to the event
+    index; a step with a value out of range still goes line by line, and is reported."""
+    session = make_session(tmp_path)
+    cpu = [50.0] * (64 if long_lines else 2)
+    lines = []
+    for i in range(400):
+        t = 1_700_000_000.0 + i
+        for rank in range(4):
+            lines.append(_line({"t": t + 0.1 * rank, "kind": "step", "rank": rank, "step": i,
+                                "samples": 16.0, "loss": 3.0 - i / 400, "dt": None,
+                                "phases": None, "src": "log", "attempt": 0,
+                                "samples_from": "line"}, spaced=rank == 3))
+        lines.append(_line({"t": t + 0.5, "kind": "host", "cpu": cpu}, spaced=i % 2 == 0))
+        if i % 50 == 7:
+            lines.append(_line({"t": t + 0.6, "kind": "compile", "rank": None,
+                                "what": "compile", "line": "Compiler status PASS"}, False))
+            lines.append(_line({"t": t + 0.7, "kind": "step", "rank": 1, "step": -i,
+                                "src": "log"}, spaced=False))
+            lines.append(_line({"t": -1.0, "kind": "procs", "procs": []}, spaced=False))
+    _write(session / layout.EVENTS, lines)
+    wholes: list[int] = []
+    decode = reader_module._MIXED.decode
+    monkeypatch.setattr(reader_module._MIXED, "decode", lambda block, n: (
+        mixed := decode(block, n), wholes.append(n) if mixed else None)[0])
+    for history in (0, 5, None):
+        reader = assert_same_reads(session, monkeypatch, history)
+    assert sum(wholes) >= len(lines)  # every piece decoded whole, in each read of it
+    assert len(reader.step_columns()) == 400 * 4
+    assert len(reader.events["host"]) == 400 and len(reader.events["compile"]) == 8
+    assert reader.problems.bad_lines == 16  # a step of -i, a time of -1: each said
+    assert "events.jsonl:" in reader.problems.locations[0]
+
+
+def test_the_mixed_decoder_leaves_what_it_does_not_know_to_the_longer_way() -> None:
+    decoder = bulk.MixedDecoder({"step", "host"})
+    step = b'{"t":1700000000.5,"kind":"step","step":3,"rank":2}'
+    host = b'{"t":1700000001,"kind":"host","cpu":[1,2]}'
+    mixed = decoder.decode(b"\n".join([step, host, step]) + b"\n", 3)
+    assert mixed is not None and mixed.steps.line.tolist() == [0, 2]
+    assert mixed.others == [(1, "host", 1700000001.0)] and mixed.rejected == []
+    for odd in (b'{"t":1,"kind":"neuron"}', b'{"t":1,"kind":"step","step":"3"}',
+                b'{"t":1,"kind":"step","step":3,"rank":null}', b"", b'{"kind":"host"}'):
+        assert decoder.decode(b"\n".join([step, odd, host]) + b"\n", 3) is None, odd
+    out_of_range = decoder.decode(step + b"\n" + step.replace(b'"step":3', b'"step":-3'), 2)
+    assert out_of_range is not None and out_of_range.rejected == [1]
