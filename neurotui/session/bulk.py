@@ -38,6 +38,7 @@ SPAN_MIN_LINE_BYTES = 512
 (spans_of) rather than split: split copies every byte into a bytes object a line, and a
 telemetry line is kilobytes (0.28 s against 0.06 s for 600 MB of them)."""
 _SPAN_SAMPLE = 16  # first lines whose length decides (a piece's are alike: one writer's)
+_NEWLINE = ord("\n")
 
 MAX_TIME = 1e11
 """Seconds (unix times and durations): about the year 5138."""
@@ -130,11 +131,13 @@ class Spans(Sequence[bytes]):
     telemetry piece are only indexed (where they lie, and their kind) and never needed as
     bytes of their own; `spans[i]` makes line i's (without its newline)."""
 
-    def __init__(self, chunk: bytes, ends: list[int]) -> None:
+    def __init__(self, chunk: bytes, ends: np.ndarray) -> None:
         self.chunk = chunk
-        self.ends = ends
+        self._ends = ends.astype(np.int64, copy=False)
         """Where each line's newline is."""
-        self.starts = [0, *(end + 1 for end in ends[:-1])] if ends else []
+        self._starts = np.concatenate(([0], self._ends[:-1] + 1)) if len(ends) else self._ends
+        self.ends: list[int] = self._ends.tolist()
+        self.starts: list[int] = self._starts.tolist()  # list items index quicker
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -148,8 +151,12 @@ class Spans(Sequence[bytes]):
             return [self[j] for j in range(len(self))[i]]
         return self.chunk[self.starts[i]:self.ends[i]]
 
+    def offsets(self) -> np.ndarray:
+        """Where each line begins in the piece."""
+        return self._starts
+
     def lengths(self) -> np.ndarray:
-        return np.asarray(self.ends, dtype=np.int64) - np.asarray(self.starts, dtype=np.int64)
+        return self._ends - self._starts
 
     def split(self) -> list[bytes]:
         """Every line, as chunk.split would make them."""
@@ -159,14 +166,10 @@ class Spans(Sequence[bytes]):
 def spans_of(chunk: bytes, complete: int) -> Spans | None:
     """The complete lines in the first `complete` bytes of `chunk` as Spans; None when its
     first lines are short (SPAN_MIN_LINE_BYTES: step lines), which split makes quicker."""
-    find = chunk.find
-    ends: list[int] = []
-    at = find(b"\n", 0, complete)
-    while at >= 0:
-        ends.append(at)
-        if len(ends) == _SPAN_SAMPLE and at < _SPAN_SAMPLE * SPAN_MIN_LINE_BYTES:
-            return None
-        at = find(b"\n", at + 1, complete)
+    # The newlines found by numpy: a loop of bytes.find took a tenth of a cold read.
+    ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8, count=complete) == _NEWLINE)
+    if len(ends) >= _SPAN_SAMPLE and ends[_SPAN_SAMPLE - 1] < _SPAN_SAMPLE * SPAN_MIN_LINE_BYTES:
+        return None
     return Spans(chunk, ends)
 
 

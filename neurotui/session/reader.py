@@ -151,13 +151,23 @@ class _StepColumns:
     def __len__(self) -> int:
         return len(self.t)
 
-    def columns(self) -> Columns:
-        """The rows in time order (stable), taking over the arrays' memory; leaves this
-        empty. Rows already in order are not copied, others one column at a time: a first
-        read of a long run holds millions of rows."""
+    def unsorted(self) -> Columns:
+        """The rows as added, as views of the arrays: let go of them before adding more
+        (an array exporting its buffer cannot grow)."""
+        return Columns({name: np.frombuffer(getattr(self, name), dtype=dtype)
+                        for name, (_, dtype) in self._TYPES.items()}, len(self))
+
+    def columns(self, keep: np.ndarray | None = None) -> Columns:
+        """The rows (those `keep` says, a mask) in time order (stable), taking over the
+        arrays' memory; leaves this empty. Rows already in order are not copied, others one
+        column at a time: a first read of a long run holds millions of rows."""
         t = np.frombuffer(self.t, dtype="float64")
         order = None
-        if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
+        if keep is not None and not keep.all():
+            order = np.flatnonzero(keep)
+            if len(order) > 1 and not bool((t[order[1:]] >= t[order[:-1]]).all()):
+                order = order[np.argsort(t[order], kind="stable")]
+        elif len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
             order = np.argsort(t, kind="stable")
         del t
         columns: dict[str, np.ndarray] = {}
@@ -174,13 +184,13 @@ class _StepColumns:
             # costs a page fault every 4 KiB (with numpy's huge pages, a compaction): 0.3 s
             # of a cold open of 2.8 M rows, against 0.09 s of copying.
             out = None
-            if spare is not None and spare.itemsize * len(spare) == values.nbytes:
+            if spare is not None and spare.itemsize * len(spare) == len(order) * values.itemsize:
                 out = np.frombuffer(spare, dtype=dtype)
             # take, not values[order]: half the time for a column of millions.
             columns[name] = np.take(values, order, out=out)
             del values, out
             spare = held
-        return Columns(columns)
+        return Columns(columns, len(order) if order is not None else None)
 
 
 class _PhaseColumns:
@@ -1042,9 +1052,25 @@ class SessionReader:
     def _flush_step_parts(self) -> list[Columns]:
         """The step table with the rows waiting in typed arrays merged in, as pieces one
         after another in time (_merge_in_time_order); never none."""
-        parts = [self._steps]
         losses, self._log_losses = self._log_losses, []
-        chunk = self._new.columns() if len(self._new) else None
+        keep_new: np.ndarray | None = None
+        moved: list[Columns] = []  # rows that go whose losses stay, on the automatic rows
+        if self._purge:  # once per rank: a better source appeared after rows of worse ones
+            # Before the new rows are sorted: a cold read takes all of a rank's log rows
+            # (events.jsonl comes first), then its probe file's, which outrank them.
+            purge, self._purge = self._purge, {}
+            if len(self._steps):
+                keep, lost = _purged(self._steps, purge)
+                self._steps = self._steps.rows(keep)
+                moved.append(lost)
+            if len(self._new):
+                keep_new, lost = _purged(self._new.unsorted(), purge)
+                moved.append(lost)
+            # A loss of a log line goes onto an automatic row only, and a rank timed by the
+            # script's own probe keeps none of those.
+            losses = [loss for loss in losses if self._best_source(loss[1]) == _AUTO]
+        parts = [self._steps]
+        chunk = self._new.columns(keep_new) if len(self._new) else None
         if losses and chunk is not None:
             chunk, losses = _put_log_losses(chunk, losses)
         if losses:  # their rows were read before (a line placed a poll after its step)
@@ -1055,25 +1081,12 @@ class SessionReader:
                 parts = [self._steps]
         if chunk is not None:
             parts = _merge_in_time_order(self._steps, chunk)
-        if self._purge:  # once per rank: a better source appeared after rows of worse ones
+        if moved:
             table = _joined(parts)
-            rank, codes = table["rank"], table["src"]
-            rank_order = _PRECEDENCE_OF_CODE[codes]
-            drop = np.zeros(len(table), dtype=bool)
-            moved = []  # rows whose losses stay, on the automatic rows (a cold read: all of
-            # a rank's log rows, read before its probe file)
-            for r, best in self._purge.items():
-                mine = (rank == r) & (rank_order > _PRECEDENCE[best])
-                drop |= mine
-                if best == _AUTO:  # the log lines' losses stay, on the automatic rows
-                    moved.append(np.flatnonzero(mine & (codes == _LOG) &
-                                                np.isfinite(table["loss"])))
-            lost = np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)
-            log_t, log_rank, values = table["t"][lost], rank[lost], table["loss"][lost]
-            table = table.rows(~drop)
+            lost = Columns.concat(moved)
             if len(lost):
-                table = _place_losses(table, log_t, log_rank, values)[0]
-            self._purge.clear()
+                lost = _in_time_order(lost)  # the order they had in the table
+                table = _place_losses(table, lost["t"], lost["rank"], lost["loss"])[0]
             parts = [table]
         return parts
 
@@ -1142,6 +1155,21 @@ def _positive(value: Any) -> float | None:
     return number if math.isfinite(number) and number > 0 else None
 
 
+def _purged(table: Columns, purge: dict[int, int]) -> tuple[np.ndarray, Columns]:
+    """Which of `table`'s rows stay once each rank in `purge` (rank -> its best source) keeps
+    only its best source's; and of the log rows that go, those with a loss where the automatic
+    probe times their rank (their losses stay, on its rows), as columns t, rank and loss."""
+    rank, src = table["rank"], table["src"]
+    # Each row's worst precedence kept: its rank's best source's (a rank not purged keeps all).
+    limit = _per_rank(rank, {r: _PRECEDENCE[best] for r, best in purge.items()},
+                      otherwise=max(_PRECEDENCE.values()))
+    go = _PRECEDENCE_OF_CODE[src] > limit
+    lost = np.flatnonzero(go & (limit == _PRECEDENCE[_AUTO]) & (src == _LOG)
+                          & np.isfinite(table["loss"]))
+    return ~go, Columns({"t": table["t"][lost], "rank": rank[lost],
+                         "loss": table["loss"][lost]}, len(lost))
+
+
 def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
                     ) -> tuple[Columns, list[tuple[float, int, float]]]:
     """Each log-printed loss (t, rank, loss) onto the automatic probe's row of that rank just
@@ -1159,23 +1187,52 @@ def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
 def _place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
                   values: np.ndarray) -> tuple[Columns, np.ndarray]:
     """_put_log_losses of losses given as columns; the indices of those not placed."""
-    auto = chunk["src"] == _AUTO
-    rank = chunk["rank"]
+    auto = np.flatnonzero(chunk["src"] == _AUTO)
     t = chunk["t"]
     loss = chunk["loss"].copy()
-    # Each loss's row (-1: none before it), a rank's losses in one search (thousands a read).
+    rows_of = _by_rank(chunk["rank"][auto])
+    # Each loss's row (-1: none before it): a rank's losses in one search, the rows and the
+    # losses of every rank found in one sort each (a cold read places millions).
     row = np.full(len(log_t), -1, dtype=np.int64)
-    for r in np.unique(log_rank).tolist():
-        mine = np.flatnonzero(log_rank == r)
-        rows = np.flatnonzero(auto & (rank == r))
+    for r, mine in _by_rank(log_rank).items():
+        rows = auto[rows_of[r]] if r in rows_of else auto[:0]
         at = np.searchsorted(t[rows], log_t[mine], side="right") - 1
         row[mine] = np.where(at >= 0, rows[np.maximum(at, 0)] if len(rows) else -1, -1)
     # A row takes the first of its losses, in the order given, where it has none of its own.
     placed = np.flatnonzero(row >= 0)
-    first_rows, first = np.unique(row[placed], return_index=True)
-    empty = np.isnan(loss[first_rows])
-    loss[first_rows[empty]] = values[placed[first][empty]]
+    first = np.full(len(loss), len(row))
+    np.minimum.at(first, row[placed], placed)
+    takes = np.flatnonzero((first < len(row)) & np.isnan(loss))
+    loss[takes] = values[first[takes]]
     return chunk.with_column("loss", loss), np.flatnonzero(row < 0)
+
+
+def _per_rank(ranks: np.ndarray, value_of: dict[int, int], otherwise: int) -> np.ndarray:
+    """Each row's value by its rank (`value_of`; `otherwise` for other ranks): looked up in a
+    table where the ranks span little (a search of each of millions of rows took 0.07 s)."""
+    keys = np.fromiter(sorted(value_of), np.int64, len(value_of))
+    values = np.array([value_of[k] for k in keys.tolist()], dtype=np.int64)
+    low = min(int(ranks.min()), int(keys[0])) if len(ranks) else 0
+    high = max(int(ranks.max()), int(keys[-1])) if len(ranks) else 0
+    if high - low < 1 << 20:
+        table = np.full(high - low + 1, otherwise, dtype=np.int64)
+        table[keys - low] = values
+        return table[ranks - low]
+    at = np.minimum(np.searchsorted(keys, ranks), len(keys) - 1)
+    return np.where(keys[at] == ranks, values[at], otherwise)
+
+
+def _by_rank(ranks: np.ndarray) -> dict[int, np.ndarray]:
+    """Each rank's positions in `ranks`, in order: by one stable sort (by counting where the
+    ranks span less than 2**15), not a pass over all of them a rank."""
+    if not len(ranks):
+        return {}
+    low, high = int(ranks.min()), int(ranks.max())
+    codes = (ranks - low).astype(np.int16) if high - low < 1 << 15 else ranks
+    order = np.argsort(codes, kind="stable")
+    ordered = ranks[order]
+    bounds = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(order)]
+    return {int(ordered[a]): order[a:b] for a, b in itertools.pairwise(bounds)}
 
 
 def _left_as_line(kind: str, t: float) -> bool:
@@ -1187,7 +1244,7 @@ def _left_as_line(kind: str, t: float) -> bool:
 def _positions(lines: Sequence[bytes], start: int) -> tuple[np.ndarray, np.ndarray]:
     """Where each line of a piece beginning at byte `start` begins, and its length (int64)."""
     if isinstance(lines, bulk.Spans):
-        return start + np.asarray(lines.starts, dtype=np.int64), lines.lengths()
+        return start + lines.offsets(), lines.lengths()
     lengths = np.fromiter(map(len, lines), np.int64, len(lines))
     ends = np.cumsum(lengths + 1)
     return (np.concatenate(([start], start + ends[:-1])) if len(lines) else ends), lengths

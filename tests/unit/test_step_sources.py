@@ -7,7 +7,9 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 
 from neurotui import metrics
 from neurotui.session import layout
@@ -133,3 +135,62 @@ def test_samples_per_step_fills_steps_that_do_not_say(tmp_path: Path) -> None:
     assert reader.samples_from == {"samples_per_step"}
     steady = metrics.steady_state(steps)
     assert steady is not None and abs(steady.samples_per_s - 640) < 1  # 64 per 0.1 s
+
+
+def _best_rows_by_the_rule(read: list[dict]) -> list[tuple[float, int, int, str, float]]:
+    """The step table as the rule says, from the rows in the order read (events.jsonl, then
+    the probe files, then the automatic probe's, each rank's in turn): in time order (ties in
+    that order), each rank's best source's rows; where that is the automatic probe, each
+    printed loss in turn onto the rank's last automatic row at or before it, if it has none."""
+    rows = sorted(read, key=lambda r: r["t"])  # stable
+    precedence = {"probe": 0, "auto": 1, "log": 2}
+    best = {}
+    for r in rows:
+        best[r["rank"]] = min(best.get(r["rank"], 2), precedence[r["src"]])
+    kept = [dict(r) for r in rows if precedence[r["src"]] == best[r["rank"]]]
+    for r in rows:
+        if r["src"] == "log" and best[r["rank"]] == 1 and r["loss"] is not None:
+            before = [k for k in kept if k["rank"] == r["rank"] and k["t"] <= r["t"]]
+            if before and before[-1]["loss"] is None:
+                before[-1]["loss"] = r["loss"]
+    return [(k["t"], k["rank"], k["step"], k["src"],
+             math.nan if k["loss"] is None else k["loss"]) for k in kept]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_cold_read_keeps_each_ranks_best_rows_and_their_losses_as_the_rule_says(
+        tmp_path: Path, seed: int) -> None:
+    """A session read whole (a replay, the keeper): ranks with any of the three sources, far
+    apart or close (ranks looked up by table or by search), equal times, rows with losses of
+    their own, lines out of time order: the table is the rule's, row for row."""
+    rng = np.random.default_rng(seed)
+    d = make_session(tmp_path)
+    ranks = rng.choice([0, 1, 2, 40_000, 3_000_000], size=int(rng.integers(1, 5)),
+                       replace=False)
+    files: dict[Path, list[dict]] = {}
+    for rank in ranks.tolist():
+        for src in rng.choice(["log", "auto", "probe"], size=int(rng.integers(1, 4)),
+                              replace=False).tolist():
+            path = (d / layout.EVENTS if src == "log" else auto_file(d, rank)
+                    if src == "auto" else layout.probe_path(d, rank))
+            for i in range(int(rng.integers(1, 12))):
+                loss = float(rng.random()) if rng.random() < (0.7 if src == "log" else 0.2) \
+                    else None
+                files.setdefault(path, []).append(
+                    step(100.0 + float(rng.integers(0, 15)), rank, i, src, loss=loss))
+    for records in files.values():
+        rng.shuffle(records)  # times out of order in a file: a late line
+    order = [d / layout.EVENTS,
+             *sorted((p for p in files if p.name.startswith("rank-")),
+                     key=lambda p: int(p.stem.split("-")[-1])),
+             *sorted((p for p in files if p.name.startswith("auto-")),
+                     key=lambda p: int(p.stem.split("-")[-1]))]
+    for path in order:
+        append(path, *files.get(path, []))
+    steps = SessionReader(d).load().step_columns()
+    got = list(zip(steps["t"].tolist(), steps["rank"].tolist(), steps["step"].tolist(),
+                   [STEP_SOURCES[c] for c in steps["src"].tolist()], steps["loss"].tolist(),
+                   strict=True))
+    want = _best_rows_by_the_rule([r for path in order for r in files.get(path, [])])
+    assert [g[:4] for g in got] == [w[:4] for w in want]
+    np.testing.assert_array_equal([g[4] for g in got], [w[4] for w in want])
