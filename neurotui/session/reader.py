@@ -67,7 +67,13 @@ _MAX_BAD_LOCATIONS = 5
 # Codes of the non-step kinds in the event index (what the cache keeps of them).
 _INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
 _KIND_CODE = {kind: code for code, kind in enumerate(_INDEXED_KINDS)}
-_MIXED = bulk.MixedDecoder(KNOWN_KINDS)
+_MIXED_KINDS = tuple(sorted(KNOWN_KINDS))
+_MIXED = bulk.MixedDecoder(_MIXED_KINDS)
+HELPER_EVENTS_MIN_BYTES = 32 << 20
+"""events.jsonl bytes to read from which the helper decodes its later part (_later_part)."""
+HELPER_EVENTS_SHARE = 0.5
+"""The share of events.jsonl the helper decodes: it starts a new interpreter first, and the
+reader takes its pieces in after; the probe files after it are shared as each gets to them."""
 BATCH_PIECE_BYTES = 1 << 20
 """Short pieces of step lines (a refresh's few lines per probe file) are decoded together up
 to this many bytes at once."""
@@ -393,13 +399,18 @@ class SessionReader:
             tails.append(tail)
         if first:
             self.first_read = (0, sum(max(0, _size(t.path) - t.offset) for t in tails))
-        helper = self._decode_helper(tails[1:]) if first else None
+        helper, split = self._decode_helper(tails) if first else (None, None)
         batch: list[_Piece] = []
         try:
             for i, tail in enumerate(tails):
-                if helper is not None and i:
+                if helper is not None and split is not None and not i:
+                    # events.jsonl up to where the helper's part of it begins, then that
+                    added += self._read_tail(tail, batch, stop=split)
+                    added += self._take_batch(batch)
+                    added += self._take_pieces(tail, helper.take(0))
+                elif helper is not None and i:
                     added += self._take_batch(batch)  # first: rows are taken in file order
-                    added += self._take_pieces(tail, helper.take(i - 1))
+                    added += self._take_pieces(tail, helper.take(i - (split is None)))
                 added += self._read_tail(tail, batch)
             added += self._take_batch(batch)
         finally:
@@ -434,10 +445,11 @@ class SessionReader:
         return [self.dir / layout.EVENTS, *(p for _, p in sorted(probe.items())),
                 *(p for _, p in sorted(auto.items()))]
 
-    def _read_tail(self, tail: _Tail, batch: list[_Piece]) -> int:
-        """Take the complete lines appended to one stream; a partial last line waits. A short
-        last piece of step lines waits in `batch`, to be decoded with those of other files
-        (_take_batch): a follower's refresh finds a few lines in each of dozens of files."""
+    def _read_tail(self, tail: _Tail, batch: list[_Piece], stop: int | None = None) -> int:
+        """Take the complete lines appended to one stream (up to byte `stop`, a line's start,
+        if given); a partial last line waits. A short last piece of step lines waits in
+        `batch`, to be decoded with those of other files (_take_batch): a follower's refresh
+        finds a few lines in each of dozens of files."""
         added = 0
         try:  # one stat, not an open, fstat and close: most files gained nothing since
             if os.stat(tail.fspath).st_size == tail.offset + len(tail.pending) and tail.offset:
@@ -446,8 +458,11 @@ class SessionReader:
             pass  # read_new_block says what is wrong
         while True:  # in pieces of READ_CHUNK_BYTES: see there
             start = tail.offset
+            most = READ_CHUNK_BYTES if stop is None else min(READ_CHUNK_BYTES, stop - start)
+            if most <= 0:
+                return added
             try:
-                chunk, complete = read_new_block(tail.path, start, READ_CHUNK_BYTES)
+                chunk, complete = read_new_block(tail.path, start, most)
             except FileNotFoundError:
                 return added
             except OSError as exc:
@@ -486,15 +501,24 @@ class SessionReader:
                 return self._take_decoded(whole)
         return sum(self._take_block(p.chunk, p.complete, p.tail, p.start) for p in pieces)
 
-    def _decode_helper(self, step_tails: list[_Tail]) -> helper_decode.HelperDecode | None:
-        """A second process decoding the step files (`step_tails`: probe files) of a long
-        first read beside this one (helper_decode.py); None where it would not pay."""
-        if self.rebuilds_cache or self._samples_per_step is not None or len(step_tails) < 2:
-            return None  # the keeper works in the background: one core is its share
-        if sum(max(0, _size(t.path) - t.offset) for t in step_tails) < self.helper_min_bytes:
-            return None
-        return helper_decode.HelperDecode([(t.path, t.offset) for t in step_tails],
-                                          READ_CHUNK_BYTES)
+    def _decode_helper(self, tails: list[_Tail]
+                       ) -> tuple[helper_decode.HelperDecode | None, int | None]:
+        """A second process decoding files of a long first read beside this one
+        (helper_decode.py): the probe files (`tails` after the first), and where events.jsonl
+        (the first) is long, its later part, from the byte returned (None: all of it here).
+        No helper where it would not pay."""
+        if self.rebuilds_cache or self._samples_per_step is not None:
+            return None, None  # the keeper works in the background: one core is its share
+        events, step_tails = tails[0], tails[1:]
+        split = _later_part(events.path, events.offset)
+        if split is None and len(step_tails) < 2:
+            return None, None
+        files = [helper_decode.HelperFile(t.path, t.offset) for t in step_tails]
+        if split is not None:
+            files.insert(0, helper_decode.HelperFile(events.path, split, _MIXED_KINDS))
+        if sum(max(0, _size(f.path) - f.offset) for f in files) < self.helper_min_bytes:
+            return None, None
+        return helper_decode.HelperDecode(files, READ_CHUNK_BYTES), split
 
     def _take_pieces(self, tail: _Tail, pieces: list[helper_decode.DecodedPiece] | None) -> int:
         """Take the pieces of `tail` the helper decoded, as _read_tail would have."""
@@ -502,9 +526,20 @@ class SessionReader:
         for piece in pieces or ():
             if piece.start != tail.offset:  # not where this file stands: read it here
                 break
-            tail.offset, tail.pending = piece.start + piece.complete, piece.rest
-            tail.line_no += piece.lines
-            added += self._take_decoded(piece.steps)
+            if piece.mixed is not None:  # its lines are needed too: read again (page cache)
+                try:
+                    chunk, complete = read_new_block(tail.path, piece.start, piece.complete)
+                except OSError:
+                    break  # read here, and said
+                if complete != piece.complete:
+                    break
+                tail.offset, tail.pending = piece.start + piece.complete, piece.rest
+                added += self._take_lines(_lines_of(chunk, complete), tail, piece.start,
+                                          memoryview(chunk)[:complete], piece.mixed)
+            else:
+                tail.offset, tail.pending = piece.start + piece.complete, piece.rest
+                tail.line_no += piece.lines
+                added += self._take_decoded(piece.steps)
             if self.first_read is not None:
                 done, total = self.first_read
                 self.first_read = (done + piece.complete, total)
@@ -677,14 +712,11 @@ class SessionReader:
             steps, count = whole
             tail.line_no += count
             return self._take_decoded(steps)
-        lines: Sequence[bytes] | None = bulk.spans_of(chunk, complete)
-        if lines is None:  # short lines (steps): split is quicker
-            lines = chunk.split(b"\n")
-            lines.pop()  # after the last newline: a partial line, or nothing
-        return self._take_lines(lines, tail, start, memoryview(chunk)[:complete])
+        return self._take_lines(_lines_of(chunk, complete), tail, start,
+                                memoryview(chunk)[:complete])
 
     def _take_lines(self, lines: Sequence[bytes], tail: _Tail, start: int,
-                    block: memoryview | None = None) -> int:
+                    block: memoryview | None = None, mixed: bulk.Mixed | None = None) -> int:
         """Take a piece of lines starting at byte `start` (`block`: the same, as the bytes
         they were split from): its step lines decoded in bulk (bulk.py), its telemetry
         lines kept as lines, column-wise, and the rest (with any step line the bulk decode
@@ -692,7 +724,8 @@ class SessionReader:
         ranks seen so far, line by line: such sessions take the per-line path."""
         if len(lines) < bulk.MIN_BATCH or self._samples_per_step is not None:
             decoded, one_by_one, telemetry = bulk.empty(), list(range(len(lines))), {}
-        elif block is not None and (mixed := _MIXED.decode(block, len(lines))) is not None:
+        elif mixed is not None or (block is not None and
+                                   (mixed := _MIXED.decode(block, len(lines))) is not None):
             decoded, one_by_one, telemetry = self._sort_mixed(mixed)
         elif isinstance(lines, bulk.Spans) and block is not None and \
                 (heads := bulk.heads_of(block, len(lines))) is not None:
@@ -1248,6 +1281,31 @@ def _positions(lines: Sequence[bytes], start: int) -> tuple[np.ndarray, np.ndarr
     lengths = np.fromiter(map(len, lines), np.int64, len(lines))
     ends = np.cumsum(lengths + 1)
     return (np.concatenate(([start], start + ends[:-1])) if len(lines) else ends), lengths
+
+
+def _lines_of(chunk: bytes, complete: int) -> Sequence[bytes]:
+    """The complete lines of the first `complete` bytes of a piece: found where they lie where
+    they are long (telemetry), else split (step lines: quicker)."""
+    lines: Sequence[bytes] | None = bulk.spans_of(chunk, complete)
+    if lines is None:
+        lines = chunk.split(b"\n")
+        lines.pop()  # after the last newline: a partial line, or nothing
+    return lines
+
+
+def _later_part(path: Path, offset: int) -> int | None:
+    """Where the helper's part of events.jsonl (read from `offset` on) begins: the start of
+    the line HELPER_EVENTS_SHARE from its end; None where it is too short to share."""
+    left = _size(path) - offset
+    if left < HELPER_EVENTS_MIN_BYTES:
+        return None
+    at = offset + int(left * (1 - HELPER_EVENTS_SHARE))
+    try:
+        chunk, _ = read_new_block(path, at, 1 << 20)
+    except OSError:
+        return None
+    newline = chunk.find(b"\n")
+    return None if newline < 0 else at + newline + 1
 
 
 def _size(path: Path) -> int:

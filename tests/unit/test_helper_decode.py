@@ -136,7 +136,7 @@ def test_a_helper_whose_reader_is_gone_leaves_nothing_behind(tmp_path: Path) -> 
     by the kernel) must not leave them there. The helper sees its stdin end and removes
     them."""
     session = _session(tmp_path)
-    files = [(p, 0) for p in sorted((session / "probe").glob("*.jsonl"))]
+    files = [helper_decode.HelperFile(p, 0) for p in sorted((session / "probe").glob("*.jsonl"))]
     helper = helper_decode.HelperDecode(files, PIECE)
     proc, folder = helper._proc, helper._folder
     assert proc is not None and folder.is_dir()
@@ -148,3 +148,63 @@ def test_a_helper_whose_reader_is_gone_leaves_nothing_behind(tmp_path: Path) -> 
     proc.stdout.close()
     assert proc.wait(timeout=30) == 0
     assert not folder.exists()
+
+
+def _long_events(session: Path, *, odd_line_at: int | None = None) -> None:
+    """events.jsonl as a torch job's: each step's log line (ranks 0-5 have probe files too,
+    rank 7 only these) among host telemetry, now and then a compile event; optionally a line
+    the helper cannot decode whole (an unknown kind) at that line."""
+    lines = []
+    for i in range(3000):
+        t = 1000.0 + i * 0.1
+        lines.append(json.dumps(step(t, i % 8, i // 8, "log", samples_from="line")))
+        if i % 10 == 0:
+            lines.append(json.dumps({"t": t, "kind": "host", "cpu": [float(i % 100)] * 8,
+                                     "mem_used": 1, "mem_total": 2, "load": [0, 0, 0]}))
+        if i % 700 == 3:
+            lines.append(json.dumps({"t": t, "kind": "compile", "rank": None,
+                                     "what": "compile", "line": "Compiler status PASS"}))
+    if odd_line_at is not None:
+        lines.insert(odd_line_at, json.dumps({"t": 1100.0, "kind": "someday", "x": 1}))
+    (session / layout.EVENTS).write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("odd_line_at", [None, 3000])
+def test_a_helper_decoding_the_later_part_of_events_reads_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd_line_at: int | None) -> None:
+    """A long events.jsonl: the helper decodes its later part (log lines' steps among
+    telemetry) first, the reader the earlier part, and the read is the same to the event
+    index and where each file stands; a piece the helper cannot decode whole (an unknown
+    kind) and all after it are read by the reader."""
+    session = _session(tmp_path)
+    _long_events(session, odd_line_at=odd_line_at)
+    monkeypatch.setattr(reader_module, "HELPER_EVENTS_MIN_BYTES", 0)
+    big = 8 * PIECE  # a piece holds more than bulk.MIN_BATCH lines of events.jsonl
+    with monkeypatch.context() as m:
+        m.setattr(reader_module, "READ_CHUNK_BYTES", big)
+        alone = SessionReader(session, telemetry_history=10, use_cache=False)
+        alone.helper_min_bytes = 10**18
+        alone.load()
+    taken = _spy(monkeypatch)
+    took: dict[str, int] = {}  # records taken from the helper's pieces, per file
+    take_pieces = SessionReader._take_pieces
+    monkeypatch.setattr(SessionReader, "_take_pieces", lambda self, tail, pieces: took.setdefault(
+        tail.name, take_pieces(self, tail, pieces)))
+    with monkeypatch.context() as m:
+        m.setattr(reader_module, "READ_CHUNK_BYTES", big)
+        helped = SessionReader(session, telemetry_history=10, use_cache=False)
+        helped.helper_min_bytes = 0
+        helped.load()
+    _assert_same(helped, alone)
+    assert len(taken) == 1 + 6  # the later part of events.jsonl, then each probe file
+    size = (session / layout.EVENTS).stat().st_size
+    pieces = taken[0]
+    assert pieces is not None
+    if odd_line_at is None:  # its whole later half, in pieces
+        assert pieces >= (size // 2) // big
+    else:  # up to the piece with the odd line
+        assert 0 < pieces < (size // 2) // big
+    assert took[layout.EVENTS] > 300  # the reader stopped where the helper's part begins
+    assert helped.problems.unknown_kinds == ({"someday": 1} if odd_line_at else {})
+    assert len(helped.events["compile"]) == 5
+    assert 7 in set(helped.step_columns()["rank"].tolist())  # the log-only rank
