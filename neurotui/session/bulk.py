@@ -166,11 +166,17 @@ class Spans(Sequence[bytes]):
 def spans_of(chunk: bytes, complete: int) -> Spans | None:
     """The complete lines in the first `complete` bytes of `chunk` as Spans; None when its
     first lines are short (SPAN_MIN_LINE_BYTES: step lines), which split makes quicker."""
+    at = -1
+    for _ in range(_SPAN_SAMPLE):
+        at = chunk.find(b"\n", at + 1, complete)
+        if at < 0:
+            break
+    else:
+        if at < _SPAN_SAMPLE * SPAN_MIN_LINE_BYTES:
+            return None
     # The newlines found by numpy: a loop of bytes.find took a tenth of a cold read.
-    ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8, count=complete) == _NEWLINE)
-    if len(ends) >= _SPAN_SAMPLE and ends[_SPAN_SAMPLE - 1] < _SPAN_SAMPLE * SPAN_MIN_LINE_BYTES:
-        return None
-    return Spans(chunk, ends)
+    return Spans(chunk, np.flatnonzero(
+        np.frombuffer(chunk, dtype=np.uint8, count=complete) == _NEWLINE))
 
 
 def starts_with_a_step(chunk: bytes) -> bool:

@@ -27,7 +27,7 @@ import os
 import re
 from array import array
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -384,6 +384,12 @@ class SessionReader:
 
         `final=True` treats a last line with no newline as truncated (the writer is gone).
         """
+        if self._polled:
+            return self._poll(final)
+        with _small_pages():  # a first read: the whole session, perhaps a day of it
+            return self._poll(final)
+
+    def _poll(self, final: bool) -> int:
         added = 0
         first = not self._polled
         self._polled = True
@@ -1117,9 +1123,9 @@ class SessionReader:
         if moved:
             table = _joined(parts)
             lost = Columns.concat(moved)
-            if len(lost):
-                lost = _in_time_order(lost)  # the order they had in the table
-                table = _place_losses(table, lost["t"], lost["rank"], lost["loss"])[0]
+            if len(lost):  # each rank's in the order they had in the table
+                table = _place_losses(table, lost["t"], lost["rank"], lost["loss"],
+                                      in_time_order=True)[0]
             parts = [table]
         return parts
 
@@ -1218,25 +1224,36 @@ def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
 
 
 def _place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
-                  values: np.ndarray) -> tuple[Columns, np.ndarray]:
-    """_put_log_losses of losses given as columns; the indices of those not placed."""
+                  values: np.ndarray, *, in_time_order: bool = False
+                  ) -> tuple[Columns, np.ndarray]:
+    """_put_log_losses of losses given as columns; the indices of those not placed.
+    `in_time_order`: each rank's losses count in time order (a stable sort of those given),
+    as rows of a table in time order do, not in the order given."""
     auto = np.flatnonzero(chunk["src"] == _AUTO)
     t = chunk["t"]
     loss = chunk["loss"].copy()
     rows_of = _by_rank(chunk["rank"][auto])
     # Each loss's row (-1: none before it): a rank's losses in one search, the rows and the
-    # losses of every rank found in one sort each (a cold read places millions).
+    # losses of every rank found in one sort each (a cold read places millions). `order`:
+    # the losses in the order they count in, rank after rank.
     row = np.full(len(log_t), -1, dtype=np.int64)
+    order = []
     for r, mine in _by_rank(log_rank).items():
+        times = log_t[mine]
+        if in_time_order and len(mine) > 1 and not bool((times[1:] >= times[:-1]).all()):
+            mine = mine[np.argsort(times, kind="stable")]
+            times = log_t[mine]
+        order.append(mine)
         rows = auto[rows_of[r]] if r in rows_of else auto[:0]
-        at = np.searchsorted(t[rows], log_t[mine], side="right") - 1
+        at = np.searchsorted(t[rows], times, side="right") - 1
         row[mine] = np.where(at >= 0, rows[np.maximum(at, 0)] if len(rows) else -1, -1)
-    # A row takes the first of its losses, in the order given, where it has none of its own.
-    placed = np.flatnonzero(row >= 0)
-    first = np.full(len(loss), len(row))
-    np.minimum.at(first, row[placed], placed)
-    takes = np.flatnonzero((first < len(row)) & np.isnan(loss))
-    loss[takes] = values[first[takes]]
+    # A row takes the first of its losses where it has none of its own.
+    counted = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+    placed = counted[row[counted] >= 0]  # in the order they count in
+    first = np.full(len(loss), len(placed))
+    np.minimum.at(first, row[placed], np.arange(len(placed)))
+    takes = np.flatnonzero((first < len(placed)) & np.isnan(loss))
+    loss[takes] = values[placed[first[takes]]]
     return chunk.with_column("loss", loss), np.flatnonzero(row < 0)
 
 
@@ -1281,6 +1298,22 @@ def _positions(lines: Sequence[bytes], start: int) -> tuple[np.ndarray, np.ndarr
     lengths = np.fromiter(map(len, lines), np.int64, len(lines))
     ends = np.cumsum(lengths + 1)
     return (np.concatenate(([start], start + ends[:-1])) if len(lines) else ends), lengths
+
+
+@contextlib.contextmanager
+def _small_pages() -> Iterator[None]:
+    """numpy asks the kernel for huge pages for arrays of 4 MiB on (madvise): a first read
+    of a long session makes and drops hundreds of those, and each one's pages were found and
+    zeroed afresh, a fifth of its system time (0.2 s of 3.4 s here). Off while it reads, then
+    as numpy had it; where this numpy has no such switch, as it is."""
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    switch = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
+    before = switch(False) if switch is not None else None
+    try:
+        yield
+    finally:
+        if switch is not None:
+            switch(before)
 
 
 def _lines_of(chunk: bytes, complete: int) -> Sequence[bytes]:

@@ -344,3 +344,34 @@ def test_log_losses_go_onto_the_automatic_rows_as_the_rule_says(seed: int) -> No
         t, rank, src == STEP_SOURCES.index("auto"), loss, losses)
     np.testing.assert_array_equal(placed["loss"], want_loss)
     assert unplaced == want_unplaced
+
+
+def test_a_first_read_asks_numpy_for_small_pages_and_puts_its_setting_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first read makes and drops hundreds of large arrays: numpy's huge pages (madvise)
+    are off while it reads, and as they were after, also when the read fails."""
+    d = make_session(tmp_path)
+    (d / "probe" / "rank-0.jsonl").write_text(json.dumps(step(101.0, 0, 1)) + "\n")
+    state = {"huge": True}
+    seen: list[bool] = []
+
+    def switch(enabled: bool) -> bool:
+        before, state["huge"] = state["huge"], enabled
+        return before
+
+    monkeypatch.setattr(np._core.multiarray, "_set_madvise_hugepage", switch)
+    take = SessionReader._take_decoded
+    monkeypatch.setattr(SessionReader, "_take_decoded", lambda self, steps: (
+        seen.append(state["huge"]), take(self, steps))[1])
+    reader = SessionReader(d, use_cache=False)
+    reader.poll()
+    assert seen and not any(seen) and state["huge"] is True
+    with open(d / "probe" / "rank-0.jsonl", "a") as f:
+        f.write(json.dumps(step(102.0, 0, 2)) + "\n")
+    before = len(seen)
+    reader.poll()  # a later poll: a few lines, as numpy has it
+    assert len(seen) > before and seen[-1] is True
+    monkeypatch.setattr(SessionReader, "_read_tail", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        SessionReader(d, use_cache=False).poll()
+    assert state["huge"] is True
