@@ -32,7 +32,7 @@ from neurotui.pricing.resolve import resolve_price
 from neurotui.session import layout
 from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor import control, spool
+from neurotui.supervisor import control, fdlimit, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.cachekeeping import CacheKeeper
 from neurotui.supervisor.exporting import MetricsExporter
@@ -118,6 +118,9 @@ class Supervisor:
         self._exit_fd: int | None = None  # readable when the job's leader exits (pidfd)
         self._signal_wake: SignalWake | None = None
         self.job: subprocess.Popen[bytes] | None = None
+        self.job_limits: Callable[[], None] | None = None
+        """Run in the job's process before it execs: the limits this process raised for
+        itself (fdlimit), as they were."""
         self.tree: JobTree | None = None
         self.process_rows = ProcessRows()
         self.host = HostSampler()
@@ -196,7 +199,8 @@ class Supervisor:
         with open(log_path, "ab") as log:
             self.job = subprocess.Popen(  # argv list; a shell only if the user asked (launch.py)
                 self.argv, cwd=self.meta.get("cwd") or None, env=env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=self.job_limits)  # the open files limit it has bare (fdlimit)
         self.tree = JobTree(self.job.pid)
         self._watch_exit_of(self.job.pid)
         self.follower.attempt = self.attempt
@@ -673,4 +677,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m neurotui.supervisor [--adopt] SESSION_DIR", file=sys.stderr)
         return 2
-    return Supervisor(Path(args[0]), adopt=adopt).run()
+    supervisor = Supervisor(Path(args[0]), adopt=adopt)
+    supervisor.job_limits = fdlimit.as_it_was(fdlimit.raise_open_files())
+    return supervisor.run()

@@ -19,9 +19,11 @@ and a bar that starts again each epoch continues the step count.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
+import resource
 import struct
 from bisect import bisect_right
 from collections import deque
@@ -434,6 +436,7 @@ class LogFollower:
     _lines: int = 0
     _steps_written: int = 0
     _told_no_steps: bool = False
+    _said_no_descriptors: bool = False  # see _cannot_open
     watch: bool = True
     """Look at each log as soon as the kernel says it changed (`on_change`), not only at polls."""
     _changes: _Changes | None = None
@@ -561,7 +564,8 @@ class LogFollower:
         lines were written since the last look (within the wakeup's latency)."""
         try:
             size = followed.status().st_size
-        except OSError:
+        except OSError as exc:
+            self._cannot_open(exc, now)
             return
         if size > followed.seen:
             followed.seen = size
@@ -629,7 +633,8 @@ class LogFollower:
         for target in self._timed if logs is None else logs:
             try:
                 status = fstat(target.fd) if target.fd is not None else target.status()
-            except OSError:
+            except OSError as exc:
+                self._cannot_open(exc, now)
                 continue
             size = status.st_size
             if size > target.seen:
@@ -767,7 +772,8 @@ class LogFollower:
         before = followed.offset
         try:
             chunk = followed.read_chunk(now)
-        except OSError:
+        except OSError as exc:
+            self._cannot_open(exc, now)
             return False
         if chunk:
             followed.held.append((followed.offset, now))
@@ -933,7 +939,8 @@ class LogFollower:
         before = followed.offset
         try:
             chunk = followed.read_chunk(now)
-        except OSError:
+        except OSError as exc:
+            self._cannot_open(exc, now)
             return False
         self.take_read()
         stamp = now
@@ -942,6 +949,19 @@ class LogFollower:
             followed.grew_at = now
         self._take_chunk(followed, chunk, stamp)
         return followed.offset - before >= _MAX_READ
+
+    def _cannot_open(self, exc: OSError, now: float) -> None:
+        """Say once when a log could not be opened for want of descriptors (the supervisor
+        raised its limit as far as the hard one allows: fdlimit): its lines wait, unread,
+        until one is free, and the figures of its rank with them."""
+        if exc.errno not in (errno.EMFILE, errno.ENFILE) or self._said_no_descriptors:
+            return
+        self._said_no_descriptors = True
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        self.writer.write("warning", t=now, source="logs", message=(
+            f"cannot open a log: {exc.strerror} (this process may open {limit}): the logs "
+            "it could not open are read once a descriptor is free; raise the hard limit "
+            "(ulimit -Hn, or LimitNOFILE for a service) for a job this large"))
 
     def take_read(self) -> None:
         """Read and take what looks saw (_note_change, _look), in the order they saw it: at

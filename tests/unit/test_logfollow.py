@@ -248,3 +248,34 @@ def test_polled_logs_are_looked_for_again_only_when_their_folders_change(
     writer.close()
     steps = SessionReader(session, telemetry_history=None).load().steps()
     assert sorted(zip(steps["rank"], steps["step"], strict=True)) == [(0, 1), (1, 1), (1, 2)]
+
+
+def test_a_log_that_cannot_be_opened_for_want_of_descriptors_is_said_and_read_later(
+        tmp_path: Path) -> None:
+    """Where every descriptor the limit allows is taken (a huge job past the hard limit),
+    the follower says so once, as a warning; its lines are read once one is free again."""
+    import resource
+
+    session, writer, follower = new_follower(
+        tmp_path, "".join(f"step {i} loss 2.5\n" for i in (1, 2, 3)))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    taken: list[int] = []
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, soft), hard))
+        with pytest.raises(OSError):
+            while True:
+                taken.append(os.open(os.devnull, os.O_RDONLY))
+        follower.poll(1000.0)
+        follower.poll(1001.0)
+    finally:
+        for fd in taken:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    follower.poll(1002.0)
+    writer.close()
+    reader = SessionReader(session, telemetry_history=None).load()
+    warnings = [w["message"] for w in reader.events.get("warning", [])
+                if w.get("source") == "logs"]
+    assert len(warnings) == 1 and "cannot open a log" in warnings[0]
+    assert "Too many open files" in warnings[0]
+    assert len(reader.steps()) == 3  # read once a descriptor was free: nothing lost
