@@ -3,12 +3,14 @@
 A day of a 32-rank run is millions of step lines and a few hundred thousand telemetry lines.
 Parsed one `json.loads` at a time, with a dict per line and a Python branch per field, they
 took 26 s for 3 M events (issue #12). Here msgspec decodes a whole piece of lines in one call:
-step lines into typed records whose fields become numpy columns (`decode`), other lines into
-just their kind and time (`decode_heads`), so that a reader keeping the last few hundred
-telemetry samples parses only those whole. Only lines that plainly are step records go to
-`decode` (their `"kind":"step"` says so, as the probe, the automatic probe and the log
-follower write it); anything a schema here does not take exactly, or a value out of range,
-goes back to the reader's per-line path, which takes it or says what is wrong with it.
+step lines into typed records whose fields become numpy columns, other lines into just their
+kind and time, so that a reader keeping the last few hundred telemetry samples parses only
+those whole. A piece of known kinds only is decoded so in one call (MixedDecoder); one with
+an odd line, its kinds first (`decode_heads`), then its step lines (`decode`). Only lines
+that plainly are step records go to `decode` (their `"kind":"step"` says so, as the probe,
+the automatic probe and the log follower write it); anything a schema here does not take
+exactly, or a value out of range, goes back to the reader's per-line path, which takes it
+or says what is wrong with it.
 """
 
 from __future__ import annotations

@@ -347,3 +347,17 @@ def test_the_mixed_decoder_leaves_what_it_does_not_know_to_the_longer_way() -> N
         assert decoder.decode(b"\n".join([step, odd, host]) + b"\n", 3) is None, odd
     out_of_range = decoder.decode(step + b"\n" + step.replace(b'"step":3', b'"step":-3'), 2)
     assert out_of_range is not None and out_of_range.rejected == [1]
+
+
+def test_a_piece_of_telemetry_alone_is_decoded_whole_and_reads_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job timed by its probe files: events.jsonl is telemetry and events only."""
+    session = make_session(tmp_path)
+    lines = [_line({"t": 1_700_000_000.0 + i, "kind": "host" if i % 3 else "procs",
+                    "cpu": [1.0] * 16}, spaced=i % 2 == 0) for i in range(500)]
+    _write(session / layout.EVENTS, lines)
+    mixed = reader_module._MIXED.decode("\n".join(lines).encode() + b"\n", len(lines))
+    assert mixed is not None and len(mixed.steps.t) == 0 and len(mixed.others) == 500
+    for history in (0, 7, None):
+        reader = assert_same_reads(session, monkeypatch, history)
+    assert len(reader.events["host"]) == 333 and len(reader.step_columns()) == 0
