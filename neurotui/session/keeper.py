@@ -17,7 +17,7 @@ Each run:
 - a better step source appeared for a rank (rows already cached must go, as take_steps says
   by handing out None): the cache is rebuilt from the files.
 
-A log line's loss lands on the automatic probe's step just before it (reader._put_log_losses);
+A log line's loss lands on the automatic probe's step just before it (stepsources.put_log_losses);
 when that step is already cached, the keeper writes the loss into the cached row, so that the
 cache holds what a reader parsing every file at once takes.
 
@@ -39,13 +39,12 @@ import numpy as np
 from neurotui.session import cache, layout
 from neurotui.session.columns import Columns
 from neurotui.session.reader import (
-    _AUTO,
     _INDEXED_KINDS,
     _MAX_BAD_LOCATIONS,
-    STEP_SOURCES,
     SessionReader,
     location_order,
 )
+from neurotui.session.stepsources import AUTO, STEP_SOURCES
 
 SEARCH_ROWS = 1 << 16
 """Cached rows read at a time, from the end, looking for the step a late log line's loss
@@ -125,7 +124,7 @@ def _losses_for_cached_rows(losses: Sequence[tuple[float, int, float]], steps: C
     among the new rows (take_steps placed the others): it is in the cache, or nowhere."""
     if not losses:
         return []
-    auto = np.asarray(steps["src"]) == _AUTO
+    auto = np.asarray(steps["src"]) == AUTO
     first: dict[int, float] = {}
     for rank, t in zip(steps["rank"][auto].tolist(), steps["t"][auto].tolist(), strict=True):
         first.setdefault(rank, t)  # rows in time order: the first is the earliest
@@ -135,7 +134,7 @@ def _losses_for_cached_rows(losses: Sequence[tuple[float, int, float]], steps: C
 def _place_cached_losses(d: Path, found: cache.CacheState,
                          losses: Sequence[tuple[float, int, float]]) -> int:
     """Each loss onto the cached automatic-probe row of its rank just before it, where that
-    row has none yet (as reader._put_log_losses over the whole table); returns how many.
+    row has none yet (as stepsources.put_log_losses over the whole table); returns how many.
 
     The cached rows of one rank and source are in time order (each append's after the last),
     so the row is the last such one with t <= the loss's: looked for from the end, a block of
@@ -150,7 +149,7 @@ def _place_cached_losses(d: Path, found: cache.CacheState,
         rows = cache.read_rows(d, found, "steps", ("t", "rank", "src", "loss"), start, stop)
         if rows is None:
             return 0
-        auto = rows["src"] == _AUTO
+        auto = rows["src"] == AUTO
         for i, (t, rank, _) in list(wanted.items()):
             mine = np.flatnonzero(auto & (rows["rank"] == rank))
             before = mine[rows["t"][mine] <= t]

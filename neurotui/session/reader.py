@@ -39,6 +39,16 @@ from neurotui.session import bulk, cache, helper_decode, layout
 from neurotui.session.bulk import MAX_RANK, MAX_SAMPLES, MAX_STEP, MAX_TIME
 from neurotui.session.columns import Columns, distinct_ints
 from neurotui.session.meta import SessionFormatError, load_meta
+from neurotui.session.stepsources import (
+    AUTO,
+    LOG,
+    PRECEDENCE,
+    SOURCE_CODE,
+    STEP_SOURCES,
+    place_losses,
+    purged,
+    put_log_losses,
+)
 from neurotui.session.tailing import read_new_block
 
 if TYPE_CHECKING:
@@ -56,13 +66,6 @@ LOG_OFFSETS = "log_offsets"
 BOUNDED_KINDS = TELEMETRY_KINDS | {LOG_OFFSETS}
 """Kinds written every second or so, all of them kept only the last `telemetry_history`."""
 DEFAULT_TELEMETRY_HISTORY = 3600
-STEP_SOURCES = ("probe", "log", "auto")
-"""Where a step row came from (the `src` codes, in this order: codes are cached, so a new source
-is appended): the script's own `neurotui.probe` calls, its log lines, the automatic probe."""
-_PROBE, _LOG, _AUTO = range(3)
-_PRECEDENCE = {_PROBE: 0, _AUTO: 1, _LOG: 2}
-"""Of a rank's steps, only the best source's are kept: the explicit probe, then the automatic
-one, then log lines (whose losses are still kept on the automatic probe's rows)."""
 _MAX_BAD_LOCATIONS = 5
 # Codes of the non-step kinds in the event index (what the cache keeps of them).
 _INDEXED_KINDS = tuple(sorted(KNOWN_KINDS - {"step"}))
@@ -848,9 +851,9 @@ class SessionReader:
         if not len(steps.t):
             return 0
         if isinstance(steps.src, bulk.Same):  # a probe file's: one source
-            src = np.full(len(steps.t), _SOURCE_CODE[steps.src.value], dtype=np.int8)
+            src = np.full(len(steps.t), SOURCE_CODE[steps.src.value], dtype=np.int8)
         else:
-            src = np.array(list(map(_SOURCE_CODE.__getitem__, steps.src)), dtype=np.int8)
+            src = np.array(list(map(SOURCE_CODE.__getitem__, steps.src)), dtype=np.int8)
         rank = steps.rank
         # Which (rank, source) pairs are kept, asked once per pair in the order first met:
         # the rows of a worse source met first go at the next flush (as line by line).
@@ -863,11 +866,11 @@ class SessionReader:
                 keep &= pair != p
         losses = len(self._log_losses)
         if not keep.all():
-            dropped = ~keep & (src == _LOG) & np.isfinite(steps.loss)
+            dropped = ~keep & (src == LOG) & np.isfinite(steps.loss)
             # Thousands of log rows a read (a probe-timed job's lines): each rank's best
             # source asked once, not once a row.
             timed = [r for r in np.unique(rank[dropped]).tolist()
-                     if self._best_source(r) == _AUTO]
+                     if self._best_source(r) == AUTO]
             placed = np.flatnonzero(dropped & np.isin(rank, timed))
             self._log_losses.extend(zip(steps.t[placed].tolist(), rank[placed].tolist(),
                                         steps.loss[placed].tolist(), strict=True))
@@ -965,9 +968,9 @@ class SessionReader:
                 self._bad(tail, f"{name} {_short(value)} out of range")
                 return 0
         src = r.get("src")
-        src = _SOURCE_CODE[src] if isinstance(src, str) else _LOG  # {} is no key
+        src = SOURCE_CODE[src] if isinstance(src, str) else LOG  # {} is no key
         if not self._keep_source(rank, src):
-            if src == _LOG and math.isfinite(values[1]) and self._best_source(rank) == _AUTO:
+            if src == LOG and math.isfinite(values[1]) and self._best_source(rank) == AUTO:
                 self._log_losses.append((t, rank, values[1]))
                 return 1  # a loss taken in (put on the probe's row at the next flush)
             return 0
@@ -997,9 +1000,9 @@ class SessionReader:
 
     def _keep_source(self, rank: int, src: int) -> bool:
         """Whether a `src` step row of `rank` is kept: a rank's steps come from its best source
-        (_PRECEDENCE); rows of worse sources taken before the better one appeared go."""
+        (PRECEDENCE); rows of worse sources taken before the better one appeared go."""
         best = self._best_source(rank)
-        if best is not None and _PRECEDENCE[best] < _PRECEDENCE[src]:
+        if best is not None and PRECEDENCE[best] < PRECEDENCE[src]:
             return False
         seen = self._rank_sources.setdefault(rank, set())
         if src in seen:
@@ -1012,7 +1015,7 @@ class SessionReader:
 
     def _best_source(self, rank: int) -> int | None:
         seen = self._rank_sources.get(rank)
-        return min(seen, key=_PRECEDENCE.__getitem__) if seen else None
+        return min(seen, key=PRECEDENCE.__getitem__) if seen else None
 
     # -- views ---------------------------------------------------------------------------
     def steps(self) -> pd.DataFrame:
@@ -1099,24 +1102,24 @@ class SessionReader:
             # (events.jsonl comes first), then its probe file's, which outrank them.
             purge, self._purge = self._purge, {}
             if len(self._steps):
-                keep, lost = _purged(self._steps, purge)
+                keep, lost = purged(self._steps, purge)
                 self._steps = self._steps.rows(keep)
                 moved.append(lost)
             if len(self._new):
-                keep_new, lost = _purged(self._new.unsorted(), purge)
+                keep_new, lost = purged(self._new.unsorted(), purge)
                 moved.append(lost)
             # A loss of a log line goes onto an automatic row only, and a rank timed by the
             # script's own probe keeps none of those.
-            losses = [loss for loss in losses if self._best_source(loss[1]) == _AUTO]
+            losses = [loss for loss in losses if self._best_source(loss[1]) == AUTO]
         parts = [self._steps]
         chunk = self._new.columns(keep_new) if len(self._new) else None
         if losses and chunk is not None:
-            chunk, losses = _put_log_losses(chunk, losses)
+            chunk, losses = put_log_losses(chunk, losses)
         if losses:  # their rows were read before (a line placed a poll after its step)
             if self._streaming:
                 self._late_losses += losses  # handed out: only the loss can go on
             elif len(self._steps):
-                self._steps = _put_log_losses(self._steps, losses)[0]
+                self._steps = put_log_losses(self._steps, losses)[0]
                 parts = [self._steps]
         if chunk is not None:
             parts = _merge_in_time_order(self._steps, chunk)
@@ -1124,7 +1127,7 @@ class SessionReader:
             table = _joined(parts)
             lost = Columns.concat(moved)
             if len(lost):  # each rank's in the order they had in the table
-                table = _place_losses(table, lost["t"], lost["rank"], lost["loss"],
+                table = place_losses(table, lost["t"], lost["rank"], lost["loss"],
                                       in_time_order=True)[0]
             parts = [table]
         return parts
@@ -1161,15 +1164,6 @@ class SessionReader:
         return paths, mine["stream"], mine["offset"], mine["length"]
 
 
-class _SourceCode(dict[Any, int]):
-    """`src` -> its code; anything else (None, a source of a newer version) is a log's."""
-
-    def __missing__(self, key: Any) -> int:
-        return _LOG
-
-
-_SOURCE_CODE = _SourceCode({name: code for code, name in enumerate(STEP_SOURCES)})
-_PRECEDENCE_OF_CODE = np.array([_PRECEDENCE[code] for code in range(len(STEP_SOURCES))])
 SAMPLES_PER_STEP = "samples_per_step"
 
 
@@ -1192,97 +1186,6 @@ def _positive(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) and number > 0 else None
-
-
-def _purged(table: Columns, purge: dict[int, int]) -> tuple[np.ndarray, Columns]:
-    """Which of `table`'s rows stay once each rank in `purge` (rank -> its best source) keeps
-    only its best source's; and of the log rows that go, those with a loss where the automatic
-    probe times their rank (their losses stay, on its rows), as columns t, rank and loss."""
-    rank, src = table["rank"], table["src"]
-    # Each row's worst precedence kept: its rank's best source's (a rank not purged keeps all).
-    limit = _per_rank(rank, {r: _PRECEDENCE[best] for r, best in purge.items()},
-                      otherwise=max(_PRECEDENCE.values()))
-    go = _PRECEDENCE_OF_CODE[src] > limit
-    lost = np.flatnonzero(go & (limit == _PRECEDENCE[_AUTO]) & (src == _LOG)
-                          & np.isfinite(table["loss"]))
-    return ~go, Columns({"t": table["t"][lost], "rank": rank[lost],
-                         "loss": table["loss"][lost]}, len(lost))
-
-
-def _put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
-                    ) -> tuple[Columns, list[tuple[float, int, float]]]:
-    """Each log-printed loss (t, rank, loss) onto the automatic probe's row of that rank just
-    before it, where that row has none: the loss a script prints belongs to the step it just
-    took. Also the losses with no such row in `chunk` (theirs came in an earlier one, or none
-    is known)."""
-    if not losses:
-        return chunk, []
-    table = np.array(losses, dtype=np.float64).reshape(-1, 3)  # one conversion, not three
-    chunk, unplaced = _place_losses(chunk, table[:, 0], table[:, 1].astype(np.int64),
-                                    table[:, 2])
-    return chunk, [losses[i] for i in unplaced.tolist()]
-
-
-def _place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
-                  values: np.ndarray, *, in_time_order: bool = False
-                  ) -> tuple[Columns, np.ndarray]:
-    """_put_log_losses of losses given as columns; the indices of those not placed.
-    `in_time_order`: each rank's losses count in time order (a stable sort of those given),
-    as rows of a table in time order do, not in the order given."""
-    auto = np.flatnonzero(chunk["src"] == _AUTO)
-    t = chunk["t"]
-    loss = chunk["loss"].copy()
-    rows_of = _by_rank(chunk["rank"][auto])
-    # Each loss's row (-1: none before it): a rank's losses in one search, the rows and the
-    # losses of every rank found in one sort each (a cold read places millions). `order`:
-    # the losses in the order they count in, rank after rank.
-    row = np.full(len(log_t), -1, dtype=np.int64)
-    order = []
-    for r, mine in _by_rank(log_rank).items():
-        times = log_t[mine]
-        if in_time_order and len(mine) > 1 and not bool((times[1:] >= times[:-1]).all()):
-            mine = mine[np.argsort(times, kind="stable")]
-            times = log_t[mine]
-        order.append(mine)
-        rows = auto[rows_of[r]] if r in rows_of else auto[:0]
-        at = np.searchsorted(t[rows], times, side="right") - 1
-        row[mine] = np.where(at >= 0, rows[np.maximum(at, 0)] if len(rows) else -1, -1)
-    # A row takes the first of its losses where it has none of its own.
-    counted = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
-    placed = counted[row[counted] >= 0]  # in the order they count in
-    first = np.full(len(loss), len(placed))
-    np.minimum.at(first, row[placed], np.arange(len(placed)))
-    takes = np.flatnonzero((first < len(placed)) & np.isnan(loss))
-    loss[takes] = values[placed[first[takes]]]
-    return chunk.with_column("loss", loss), np.flatnonzero(row < 0)
-
-
-def _per_rank(ranks: np.ndarray, value_of: dict[int, int], otherwise: int) -> np.ndarray:
-    """Each row's value by its rank (`value_of`; `otherwise` for other ranks): looked up in a
-    table where the ranks span little (a search of each of millions of rows took 0.07 s)."""
-    keys = np.fromiter(sorted(value_of), np.int64, len(value_of))
-    values = np.array([value_of[k] for k in keys.tolist()], dtype=np.int64)
-    low = min(int(ranks.min()), int(keys[0])) if len(ranks) else 0
-    high = max(int(ranks.max()), int(keys[-1])) if len(ranks) else 0
-    if high - low < 1 << 20:
-        table = np.full(high - low + 1, otherwise, dtype=np.int64)
-        table[keys - low] = values
-        return table[ranks - low]
-    at = np.minimum(np.searchsorted(keys, ranks), len(keys) - 1)
-    return np.where(keys[at] == ranks, values[at], otherwise)
-
-
-def _by_rank(ranks: np.ndarray) -> dict[int, np.ndarray]:
-    """Each rank's positions in `ranks`, in order: by one stable sort (by counting where the
-    ranks span less than 2**15), not a pass over all of them a rank."""
-    if not len(ranks):
-        return {}
-    low, high = int(ranks.min()), int(ranks.max())
-    codes = (ranks - low).astype(np.int16) if high - low < 1 << 15 else ranks
-    order = np.argsort(codes, kind="stable")
-    ordered = ranks[order]
-    bounds = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(order)]
-    return {int(ordered[a]): order[a:b] for a, b in itertools.pairwise(bounds)}
 
 
 def _left_as_line(kind: str, t: float) -> bool:

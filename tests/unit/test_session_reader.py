@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neurotui.session import layout
+from neurotui.session import layout, stepsources
 from neurotui.session import reader as reader_module
 from neurotui.session.reader import STEP_SOURCES, SessionFormatError, SessionReader
 from neurotui.session.tailing import read_new_block
@@ -327,7 +327,7 @@ def _put_log_losses_one_by_one(t, rank, auto, loss, losses):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_log_losses_go_onto_the_automatic_rows_as_the_rule_says(seed: int) -> None:
-    """reader._put_log_losses (a rank's losses found in one search) against the rule, one
+    """stepsources.put_log_losses (a rank's losses found in one search) against the rule, one
     loss at a time: rows of several ranks and sources with equal times, rows with losses of
     their own, two losses for one row, losses before any row."""
     rng = np.random.default_rng(seed)
@@ -339,7 +339,7 @@ def test_log_losses_go_onto_the_automatic_rows_as_the_rule_says(seed: int) -> No
     losses = [(float(rng.integers(-2, 22)), int(rng.integers(0, 4)), float(rng.random()))
               for _ in range(int(rng.integers(0, 25)))]
     chunk = reader_module.Columns({"t": t, "rank": rank, "src": src, "loss": loss})
-    placed, unplaced = reader_module._put_log_losses(chunk, losses)
+    placed, unplaced = stepsources.put_log_losses(chunk, losses)
     want_loss, want_unplaced = _put_log_losses_one_by_one(
         t, rank, src == STEP_SOURCES.index("auto"), loss, losses)
     np.testing.assert_array_equal(placed["loss"], want_loss)
