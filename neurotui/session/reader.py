@@ -1103,7 +1103,8 @@ class SessionReader:
             purge, self._purge = self._purge, {}
             if len(self._steps):
                 keep, lost = purged(self._steps, purge)
-                self._steps = self._steps.rows(keep)
+                if not keep.all():  # (a purge of new rows only leaves the table as it is)
+                    self._steps = self._steps.rows(keep)
                 moved.append(lost)
             if len(self._new):
                 keep_new, lost = purged(self._new.unsorted(), purge)
@@ -1128,7 +1129,7 @@ class SessionReader:
             lost = Columns.concat(moved)
             if len(lost):  # each rank's in the order they had in the table
                 table = place_losses(table, lost["t"], lost["rank"], lost["loss"],
-                                      in_time_order=True)[0]
+                                     in_time_order=True)[0]
             parts = [table]
         return parts
 

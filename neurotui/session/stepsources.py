@@ -55,7 +55,7 @@ def purged(table: Columns, purge: dict[int, int]) -> tuple[np.ndarray, Columns]:
 
 
 def put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
-                    ) -> tuple[Columns, list[tuple[float, int, float]]]:
+                   ) -> tuple[Columns, list[tuple[float, int, float]]]:
     """Each log-printed loss (t, rank, loss) onto the automatic probe's row of that rank just
     before it, where that row has none: the loss a script prints belongs to the step it just
     took. Also the losses with no such row in `chunk` (theirs came in an earlier one, or none
@@ -64,13 +64,13 @@ def put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
         return chunk, []
     table = np.array(losses, dtype=np.float64).reshape(-1, 3)  # one conversion, not three
     chunk, unplaced = place_losses(chunk, table[:, 0], table[:, 1].astype(np.int64),
-                                    table[:, 2])
+                                   table[:, 2])
     return chunk, [losses[i] for i in unplaced.tolist()]
 
 
 def place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
-                  values: np.ndarray, *, in_time_order: bool = False
-                  ) -> tuple[Columns, np.ndarray]:
+                 values: np.ndarray, *, in_time_order: bool = False
+                 ) -> tuple[Columns, np.ndarray]:
     """put_log_losses of losses given as columns; the indices of those not placed.
     `in_time_order`: each rank's losses count in time order (a stable sort of those given),
     as rows of a table in time order do, not in the order given."""
