@@ -3,10 +3,10 @@ supervisor's keeper kept (issue #12: "no cold parse of a long session in the use
 
 Generates the 24-hour, 32-rank session of bench_replay_load.py, then plays a recording one:
 a running session holding the first (events - extra) events' worth of each file's bytes, on
-which the keeper runs as the supervisor starts it (`python -m neurotui.session.keeper DIR`,
-a new niced process: here it builds the cache); then the rest of the bytes are appended
-(--extra events, 44k by default: the 8 MiB of new JSON lines after which the supervisor
-starts the keeper again, KEEP_BEHIND_BYTES) and measured:
+which the keeper runs (`python -m neurotui.session.keeper DIR`, a new niced process that runs
+once, as the supervisor's keeper starts: here it builds the cache); then the rest of the bytes
+are appended (--extra events, 44k by default: the 8 MiB of new JSON lines after which the
+supervisor asks its keeper for a run again, KEEP_BEHIND_BYTES) and measured:
 
 - attach before the keeper ran again: the cache 44k events behind, the most a user meets;
 - the keeper's second run: an append of those events (CPU seconds, peak RSS, wall);
@@ -115,7 +115,8 @@ child's ru_maxrss would count the parent's at the fork: this one's is hundreds o
 
 
 def run_keeper(session: Path) -> tuple[float, float, float, str]:
-    """The keeper as the supervisor starts it: (wall s, CPU s, peak RSS MB, what it said)."""
+    """One run of the keeper in a new process, its start included (the supervisor's keeper
+    stays, and pays that once): (wall s, CPU s, peak RSS MB, what it said)."""
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", KEEPER, str(session)],
                              cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

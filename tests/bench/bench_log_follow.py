@@ -26,13 +26,15 @@ probe's step it was printed after (by offset), not stamped as it comes, and its 
 that step's row (reported: the share of the probe's rows that carry their line's loss).
 
 Beside the supervisor, reported: its cache keeper's share (supervisor/cachekeeping.py), a
-child process started after every KEEP_BEHIND_BYTES of JSON lines the session gains, to keep
-attach, replay and compare under a second. The run is too short to start one, so it is worked
-out from measurements: the session's JSON lines a second while the job wrote, and two keeper
-runs on the session at the end (a build, whose CPU per byte read stands for an append's, and a
-run with nothing to do: its fixed cost, an interpreter and numpy). Their sum a
-KEEP_BEHIND_BYTES run, over the seconds the job takes to write that much, is the keeper's share
-of a core.
+child process that stays while the job writes and is asked for a run after every
+KEEP_BEHIND_BYTES of JSON lines the session gains, to keep attach, replay and compare under a
+second. The case is too short to ask for one, so it is worked out from measurements: the
+session's JSON lines a second while the job wrote, and three served keepers on the session at
+the end (a build, whose CPU per byte read stands for an append's; a start with a run that has
+nothing to do; the same with ten more such runs asked, the fixed part of a run). A run's fixed
+part and its KEEP_BEHIND_BYTES, over the seconds the job takes to write that much, is the
+keeper's share of a core; its start (an interpreter, numpy and the reader, paid once) and the
+memory it holds between runs are reported beside.
 
 Anchors, measured in the same run: a Python process that only sleeps and wakes as often as the
 supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); and the same loop
@@ -166,27 +168,51 @@ def run_time_s(pid: int) -> float | None:
         return None
 
 
-def keeper_cpu_s(session: Path) -> float:
-    """One keeper run on `session` as the supervisor starts it (a new process; no least size):
-    its CPU seconds (user + system, from the kernel's account of reaped children)."""
+def served_keeper(session: Path, asks: int = 0, gap_s: float = 1.0) -> dict[str, float]:
+    """A keeper served as the supervisor serves it (`--serve`): started, its first run, then
+    `asks` more runs asked `gap_s` apart (long enough that none is folded into another),
+    then let go. Its CPU seconds with its workers' (the kernel's account of reaped children,
+    to the microsecond), and its memory while it waited for words."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-m", KEEPER_MODULE, "--min-bytes", "0", str(session)],
-                   cwd=REPO, capture_output=True, check=True, env=numpy_helper_env())
+    keeper = subprocess.Popen([sys.executable, "-m", KEEPER_MODULE, "--serve", "--min-bytes",
+                               "0", str(session)], cwd=REPO, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=numpy_helper_env())
+    assert keeper.stdin is not None
+    memory = {"rss_mb": 0.0, "uss_mb": 0.0}
+    if asks:
+        process = psutil.Process(keeper.pid)
+        time.sleep(gap_s * 3)  # its first run done
+        for _ in range(asks):
+            keeper.stdin.write(b"k")
+            keeper.stdin.flush()
+            time.sleep(gap_s)
+        full = process.memory_full_info()
+        memory = {"rss_mb": full.rss / 1e6, "uss_mb": full.uss / 1e6}
+    keeper.stdin.close()
+    keeper.wait(timeout=600)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            **memory}
 
 
-def keeper_share(session: Path, json_bytes_per_s: float) -> dict[str, float]:
+def keeper_share(session: Path, json_bytes_per_s: float, asks: int = 10) -> dict[str, float]:
     """The cache keeper's share of a core at the session's rate of JSON lines (see the
-    module's docstring): its CPU for a KEEP_BEHIND_BYTES run, every KEEP_BEHIND_BYTES."""
+    module's docstring): the CPU of a run asked of the keeper that stays (a worker forked,
+    the run's fixed part, and KEEP_BEHIND_BYTES read), every KEEP_BEHIND_BYTES. Its start,
+    paid once while runs come at least every LINGER_S, is reported beside."""
     built_bytes = layout.json_lines_bytes(session)
-    build_s = keeper_cpu_s(session)
-    idle_s = keeper_cpu_s(session)  # the cache is current now: nothing to do
-    per_byte = max(0.0, build_s - idle_s) / built_bytes
-    run_s = idle_s + per_byte * KEEP_BEHIND_BYTES
+    build = served_keeper(session)  # no cache yet: a start and a build
+    start = served_keeper(session)  # the cache is current now: a start, a run with nothing
+    asked = served_keeper(session, asks)  # ... and `asks` more such runs
+    run_fixed_s = max(0.0, asked["cpu_s"] - start["cpu_s"]) / asks
+    per_byte = max(0.0, build["cpu_s"] - start["cpu_s"]) / built_bytes
+    run_s = run_fixed_s + per_byte * KEEP_BEHIND_BYTES
     every_s = KEEP_BEHIND_BYTES / json_bytes_per_s if json_bytes_per_s > 0 else float("inf")
     return {"keeper_share": run_s / every_s, "keeper_run_s": run_s, "keeper_every_s": every_s,
-            "keeper_idle_s": idle_s, "json_kb_per_s": json_bytes_per_s / 1e3}
+            "keeper_run_fixed_s": run_fixed_s, "keeper_start_s": start["cpu_s"],
+            "keeper_rss_mb": asked["rss_mb"], "keeper_uss_mb": asked["uss_mb"],
+            "json_kb_per_s": json_bytes_per_s / 1e3}
 
 
 def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
@@ -318,9 +344,12 @@ def main() -> int:
               + (f"; {figures['with_loss']:.1%} of the probe's rows carry their line's loss"
                  if auto_probe else "")
               + f"; its cache keeper {figures['keeper_share']:.2%} of a core (a run of "
-              f"{figures['keeper_run_s']:.2f} CPU-s, {figures['keeper_idle_s']:.2f} of it "
-              f"fixed, every {figures['keeper_every_s']:.0f} s at "
-              f"{figures['json_kb_per_s']:.0f} kB/s of JSON lines)", flush=True)
+              f"{figures['keeper_run_s']:.3f} CPU-s, {figures['keeper_run_fixed_s']:.3f} of "
+              f"it fixed, every {figures['keeper_every_s']:.0f} s at "
+              f"{figures['json_kb_per_s']:.0f} kB/s of JSON lines; its start, once: "
+              f"{figures['keeper_start_s']:.2f} CPU-s; {figures['keeper_rss_mb']:.0f} MB "
+              f"resident, {figures['keeper_uss_mb']:.0f} MB its own, between runs)",
+              flush=True)
         if watch:  # the default; polling is the fallback, reported beside it
             ok &= error <= 0.05 and figures["found"] == 1.0
             if auto_probe:  # each step's line printed after it: each row has its loss

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 
 from neurotui.session import cache, keeper, layout
@@ -257,20 +258,33 @@ def test_a_keeper_at_work_keeps_a_second_one_out(tmp_path: Path) -> None:
 
 # -- the supervisor's side ------------------------------------------------------------------
 
+def wait_kept(d: Path, timeout: float = 60.0) -> None:
+    """Until the cache's stamp covers every byte of the session's JSON lines."""
+    deadline = time.time() + timeout
+    while True:
+        found = cache.state(d, STEP_SOURCES)
+        if found is not None and \
+                sum(s.offset for s in found.sources) == layout.json_lines_bytes(d):
+            return
+        assert time.time() < deadline, "the keeper did not catch up"
+        time.sleep(0.05)
+
+
 def wait_reaped(keeping: CacheKeeper, now: float, timeout: float = 60.0) -> None:
     deadline = time.time() + timeout
     while keeping.child is not None:
-        assert time.time() < deadline, "the keeper did not finish"
+        assert time.time() < deadline, "the keeper did not end"
         time.sleep(0.05)
         keeping.tick(now)
 
 
-def test_the_supervisor_starts_the_keeper_past_its_size_and_reaps_it(tmp_path: Path) -> None:
+def test_the_supervisor_starts_one_keeper_past_its_size_asks_it_for_runs_and_lets_it_go(
+        tmp_path: Path) -> None:
     d = new_session(tmp_path)
     write_round(d, 1, 2)
     size = layout.json_lines_bytes(d)
     keeping = CacheKeeper(d, every_s=60.0, min_bytes=size + 1, behind_bytes=10**9,
-                          check_every_s=10.0)
+                          check_every_s=10.0, linger_s=120.0)
     keeping.tick(T0)
     assert keeping.child is None and keeping.started == 0  # too small: nothing started
     keeping.tick(T0 + 1)  # and not asked again before its time
@@ -279,30 +293,94 @@ def test_the_supervisor_starts_the_keeper_past_its_size_and_reaps_it(tmp_path: P
     assert keeping.child is None  # the size is looked at every 10 s
     keeping.tick(T0 + 10)
     child = keeping.child
-    assert child is not None and keeping.started == 1
-    keeping.tick(T0 + 11)  # never two at once
-    assert keeping.child is child and keeping.started == 1
-    wait_reaped(keeping, T0 + 11)
-    assert keeping.last_code == 0
-    with pytest.raises(ChildProcessError):  # reaped: no zombie left
-        os.waitpid(child.pid, os.WNOHANG)
-    assert cache.state(d, STEP_SOURCES) is not None
+    assert child is not None and keeping.started == 1 and keeping.asked == 0
+    wait_kept(d)  # its first run, unasked
     assert_as_a_whole_read(d)
     keeping.tick(T0 + 40)
-    assert keeping.child is None and keeping.started == 1  # nothing new: none started
+    assert keeping.child is child and keeping.asked == 0  # nothing new: nothing asked
     write_round(d, 5, 6)
     keeping.tick(T0 + 50)
-    assert keeping.child is None and keeping.started == 1  # a little, a minute not passed
+    assert keeping.asked == 0  # a little, and a minute has not passed
     keeping.tick(T0 + 70)
-    assert keeping.started == 2  # a minute after the last
-    wait_reaped(keeping, T0 + 70)
+    assert keeping.child is child and keeping.started == 1 and keeping.asked == 1
+    wait_kept(d)  # the same keeper, asked again
+    assert_as_a_whole_read(d)
     keeping.behind_bytes = layout.json_lines_bytes(d) // 10
     write_round(d, 7, 8)  # more than a tenth of it again: at once, before the minute
     keeping.tick(T0 + 80)
-    assert keeping.started == 3
-    keeping.close()  # waited for
+    assert keeping.child is child and keeping.asked == 2
+    wait_kept(d)
+    assert_as_a_whole_read(d)
+    assert child.poll() is None  # it stays, between runs...
+    keeping.tick(T0 + 190)
+    assert child.stdin is not None
+    keeping.tick(T0 + 200)  # ...until nothing was asked of it for two minutes
+    assert child.stdin is None
+    wait_reaped(keeping, T0 + 200)
+    assert keeping.last_code == 0
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left
+        os.waitpid(child.pid, os.WNOHANG)
+    write_round(d, 9, 10)
+    keeping.tick(T0 + 270)  # the next run: a keeper of its own
+    assert keeping.started == 2 and keeping.child not in (None, child)
+    keeping.close()  # told to end, and waited for
     assert keeping.child is None and keeping.last_code == 0
     assert_as_a_whole_read(d)
+
+
+def test_each_run_of_a_keeper_that_stays_is_done_by_a_worker_of_its_own(
+        tmp_path: Path) -> None:
+    """The keeper that stays holds its modules, not what its runs needed: each is a forked
+    child, gone when the run is; words written while it works ask for one more run."""
+    d = new_session(tmp_path)
+    write_round(d, 1, 4)
+    keeping = CacheKeeper(d, min_bytes=0, behind_bytes=1, check_every_s=0.0)
+    keeping.tick(T0)
+    child = keeping.child
+    assert child is not None
+    wait_kept(d)
+    process = psutil.Process(child.pid)
+    deadline = time.time() + 30
+    while process.children():  # the first run's worker ends after its stamp
+        assert time.time() < deadline
+        time.sleep(0.02)
+    before = process.cpu_times()
+    for i in range(5, 9):  # four runs asked at once
+        write_round(d, i, i)
+        keeping.tick(T0 + i)
+    assert keeping.asked == 4
+    wait_kept(d)
+    assert_as_a_whole_read(d)
+    deadline = time.time() + 30
+    while process.children():
+        assert time.time() < deadline
+        time.sleep(0.02)
+    after = process.cpu_times()
+    # The runs were not the keeper's own work: its CPU stayed that of waiting for words.
+    assert (after.user + after.system) - (before.user + before.system) < 0.05
+    assert keeping.child is child and child.poll() is None
+    keeping.close()
+    assert keeping.last_code == 0
+
+
+def test_a_keeper_that_died_is_told_of_once_and_the_next_run_starts_a_new_one(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    d = new_session(tmp_path)
+    write_round(d, 1, 2)
+    keeping = CacheKeeper(d, min_bytes=0, behind_bytes=1, check_every_s=0.0)
+    keeping.tick(T0)
+    child = keeping.child
+    assert child is not None
+    wait_kept(d)
+    os.killpg(child.pid, 9)
+    child.wait()
+    write_round(d, 3, 4)
+    keeping.tick(T0 + 1)  # reaped; the run it would have been asked for: a new keeper
+    assert keeping.last_code == -9 and keeping.started == 2 and keeping.child is not None
+    wait_kept(d)
+    assert_as_a_whole_read(d)
+    keeping.close()
+    assert capfd.readouterr().err.count("the cache keeper exited with -9") == 1
 
 
 def keeper_started(tmp_path: Path) -> tuple[Path, CacheKeeper, subprocess.Popen[bytes]]:
@@ -334,7 +412,8 @@ def test_the_keeper_loads_numpy_with_one_blas_thread_and_nothing_else_does(
     d, keeping, child = keeper_started(tmp_path)
     # Popen returned after the exec: this is the keeper's own environment.
     environ = Path(f"/proc/{child.pid}/environ").read_bytes().split(b"\0")
-    wait_reaped(keeping, T0)
+    wait_kept(d)
+    keeping.close()
     assert b"OPENBLAS_NUM_THREADS=1" in environ
     assert "OPENBLAS_NUM_THREADS" not in os.environ
     assert keeping.last_code == 0 and cache.state(d, STEP_SOURCES) is not None
