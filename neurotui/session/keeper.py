@@ -216,6 +216,9 @@ def _serve(session_dir: str, min_bytes: int | None) -> None:
     """A run now, and one more each time stdin has words (all those written meanwhile ask
     for one run), until it closes: the supervisor left, or has had nothing to ask for a
     while (cachekeeping.LINGER_S)."""
+    # Loaded here once, not by every worker: np.unique loads numpy.ma at its first call (8 ms,
+    # a third of a run with nothing to append).
+    import numpy.ma  # noqa: F401
     while _run_in_worker(session_dir, min_bytes):
         try:
             asked = os.read(0, 4096)

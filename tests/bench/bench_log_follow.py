@@ -29,12 +29,14 @@ Beside the supervisor, reported: its cache keeper's share (supervisor/cachekeepi
 child process that stays while the job writes and is asked for a run after every
 KEEP_BEHIND_BYTES of JSON lines the session gains, to keep attach, replay and compare under a
 second. The case is too short to ask for one, so it is worked out from measurements: the
-session's JSON lines a second while the job wrote, and three served keepers on the session at
-the end (a build, whose CPU per byte read stands for an append's; a start with a run that has
-nothing to do; the same with ten more such runs asked, the fixed part of a run). A run's fixed
-part and its KEEP_BEHIND_BYTES, over the seconds the job takes to write that much, is the
-keeper's share of a core; its start (an interpreter, numpy and the reader, paid once) and the
-memory it holds between runs are reported beside.
+session's JSON lines a second while the job wrote, and served keepers on a copy of the
+session at the end: the copy's first half cached, then its second half appended (an append's
+CPU per byte); a start with a run that has nothing to do; the same with ten more such runs
+asked (the fixed part of a run). A run's fixed part and an append of KEEP_BEHIND_BYTES, over
+the seconds the job takes to write that much, is the keeper's share of a core (with a start
+in each run where runs come further apart than LINGER_S: the keeper is let go between them);
+its start (an interpreter, numpy and the reader, paid once) and the memory it holds between
+runs are reported beside.
 
 Anchors, measured in the same run: a Python process that only sleeps and wakes as often as the
 supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); and the same loop
@@ -48,6 +50,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,7 +66,7 @@ from neurotui import metrics
 from neurotui.childenv import numpy_helper_env
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
-from neurotui.supervisor.cachekeeping import KEEP_BEHIND_BYTES, KEEPER_MODULE
+from neurotui.supervisor.cachekeeping import KEEP_BEHIND_BYTES, KEEPER_MODULE, LINGER_S
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_LIMIT = 0.005
@@ -196,19 +199,43 @@ def served_keeper(session: Path, asks: int = 0, gap_s: float = 1.0) -> dict[str,
             **memory}
 
 
+def cut_copy(session: Path, where: Path) -> tuple[Path, dict[Path, bytes]]:
+    """A copy of `session` whose JSON-lines files hold their first halves only (at line
+    ends), and the rest of each: what the job appends between two keeper runs."""
+    copy = where / session.name
+    shutil.copytree(session, copy, ignore=shutil.ignore_patterns(".cache"))
+    rest = {}
+    for path in [copy / layout.EVENTS, *(copy / layout.PROBE_DIR).glob("*.jsonl")]:
+        data = path.read_bytes()
+        cut = data.rfind(b"\n", 0, len(data) // 2) + 1
+        path.write_bytes(data[:cut])
+        rest[path] = data[cut:]
+    return copy, rest
+
+
 def keeper_share(session: Path, json_bytes_per_s: float, asks: int = 10) -> dict[str, float]:
     """The cache keeper's share of a core at the session's rate of JSON lines (see the
     module's docstring): the CPU of a run asked of the keeper that stays (a worker forked,
-    the run's fixed part, and KEEP_BEHIND_BYTES read), every KEEP_BEHIND_BYTES. Its start,
-    paid once while runs come at least every LINGER_S, is reported beside."""
-    built_bytes = layout.json_lines_bytes(session)
-    build = served_keeper(session)  # no cache yet: a start and a build
-    start = served_keeper(session)  # the cache is current now: a start, a run with nothing
-    asked = served_keeper(session, asks)  # ... and `asks` more such runs
+    a run's fixed part, and an append of KEEP_BEHIND_BYTES), every KEEP_BEHIND_BYTES. Its
+    start, paid once while runs come at least every LINGER_S, is reported beside. The append
+    is measured on a copy of the session cut in half (the second half appended after the
+    first was cached), and scaled to KEEP_BEHIND_BYTES."""
+    with tempfile.TemporaryDirectory() as where:
+        copy, rest = cut_copy(session, Path(where))
+        served_keeper(copy)  # the first half cached
+        for path, data in rest.items():
+            with open(path, "ab") as f:
+                f.write(data)
+        append = served_keeper(copy)  # a start, and an append of the second half
+        start = served_keeper(copy)  # the cache is current now: a start, a run with nothing
+        asked = served_keeper(copy, asks)  # ... and `asks` more such runs
+    appended = sum(len(data) for data in rest.values())
     run_fixed_s = max(0.0, asked["cpu_s"] - start["cpu_s"]) / asks
-    per_byte = max(0.0, build["cpu_s"] - start["cpu_s"]) / built_bytes
+    per_byte = max(0.0, append["cpu_s"] - start["cpu_s"]) / max(1, appended)
     run_s = run_fixed_s + per_byte * KEEP_BEHIND_BYTES
     every_s = KEEP_BEHIND_BYTES / json_bytes_per_s if json_bytes_per_s > 0 else float("inf")
+    if every_s > LINGER_S:  # let go between runs: each one starts a keeper
+        run_s += start["cpu_s"]
     return {"keeper_share": run_s / every_s, "keeper_run_s": run_s, "keeper_every_s": every_s,
             "keeper_run_fixed_s": run_fixed_s, "keeper_start_s": start["cpu_s"],
             "keeper_rss_mb": asked["rss_mb"], "keeper_uss_mb": asked["uss_mb"],
@@ -346,8 +373,10 @@ def main() -> int:
               + f"; its cache keeper {figures['keeper_share']:.2%} of a core (a run of "
               f"{figures['keeper_run_s']:.3f} CPU-s, {figures['keeper_run_fixed_s']:.3f} of "
               f"it fixed, every {figures['keeper_every_s']:.0f} s at "
-              f"{figures['json_kb_per_s']:.0f} kB/s of JSON lines; its start, once: "
-              f"{figures['keeper_start_s']:.2f} CPU-s; {figures['keeper_rss_mb']:.0f} MB "
+              f"{figures['json_kb_per_s']:.0f} kB/s of JSON lines; its start "
+              f"{figures['keeper_start_s']:.2f} CPU-s, "
+              + ("once" if figures["keeper_every_s"] <= LINGER_S else "in each run")
+              + f"; {figures['keeper_rss_mb']:.0f} MB "
               f"resident, {figures['keeper_uss_mb']:.0f} MB its own, between runs)",
               flush=True)
         if watch:  # the default; polling is the fallback, reported beside it
