@@ -328,36 +328,49 @@ def test_the_supervisor_starts_one_keeper_past_its_size_asks_it_for_runs_and_let
     assert_as_a_whole_read(d)
 
 
-def test_each_run_of_a_keeper_that_stays_is_done_by_a_worker_of_its_own(
-        tmp_path: Path) -> None:
-    """The keeper that stays holds its modules, not what its runs needed: each is a forked
-    child, gone when the run is; words written while it works ask for one more run."""
+def served_and_kept(tmp_path: Path, rounds: int
+                    ) -> tuple[Path, CacheKeeper, subprocess.Popen[bytes]]:
+    """A session of `rounds` rounds, kept by the supervisor's keeper (asked for a run at
+    every tick with anything new), its first run done."""
     d = new_session(tmp_path)
-    write_round(d, 1, 4)
+    write_round(d, 1, rounds)
     keeping = CacheKeeper(d, min_bytes=0, behind_bytes=1, check_every_s=0.0)
     keeping.tick(T0)
     child = keeping.child
     assert child is not None
     wait_kept(d)
-    process = psutil.Process(child.pid)
+    return d, keeping, child
+
+
+def wait_no_worker(keeper: psutil.Process) -> None:
+    """Until the keeper's worker, if any, has ended (after its stamp: wait_kept)."""
     deadline = time.time() + 30
-    while process.children():  # the first run's worker ends after its stamp
-        assert time.time() < deadline
+    while keeper.children():
+        assert time.time() < deadline, "the worker did not end"
         time.sleep(0.02)
+
+
+def test_each_run_of_a_keeper_that_stays_is_done_by_a_worker_of_its_own(
+        tmp_path: Path) -> None:
+    """The keeper that stays holds its modules, not what its runs needed: each is a forked
+    child, gone when the run is; words written while it works ask for one more run."""
+    d, keeping, child = served_and_kept(tmp_path, 4)
+    process = psutil.Process(child.pid)
+    wait_no_worker(process)
     before = process.cpu_times()
-    for i in range(5, 9):  # four runs asked at once
-        write_round(d, i, i)
-        keeping.tick(T0 + i)
+    for i in range(4):  # four runs asked at once, of 500 steps each
+        write_round(d, 5 + i * 500, 4 + (i + 1) * 500)
+        keeping.tick(T0 + i + 1)
     assert keeping.asked == 4
     wait_kept(d)
     assert_as_a_whole_read(d)
-    deadline = time.time() + 30
-    while process.children():
-        assert time.time() < deadline
-        time.sleep(0.02)
+    wait_no_worker(process)
     after = process.cpu_times()
-    # The runs were not the keeper's own work: its CPU stayed that of waiting for words.
-    assert (after.user + after.system) - (before.user + before.system) < 0.05
+    # The runs' CPU is that of reaped children; the keeper's own, of waiting for words.
+    own = (after.user + after.system) - (before.user + before.system)
+    workers = (after.children_user + after.children_system) - \
+        (before.children_user + before.children_system)
+    assert own < 0.05 and workers > own
     assert keeping.child is child and child.poll() is None
     keeping.close()
     assert keeping.last_code == 0
@@ -365,13 +378,7 @@ def test_each_run_of_a_keeper_that_stays_is_done_by_a_worker_of_its_own(
 
 def test_a_keeper_that_died_is_told_of_once_and_the_next_run_starts_a_new_one(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    d = new_session(tmp_path)
-    write_round(d, 1, 2)
-    keeping = CacheKeeper(d, min_bytes=0, behind_bytes=1, check_every_s=0.0)
-    keeping.tick(T0)
-    child = keeping.child
-    assert child is not None
-    wait_kept(d)
+    d, keeping, child = served_and_kept(tmp_path, 2)
     os.killpg(child.pid, 9)
     child.wait()
     write_round(d, 3, 4)
