@@ -23,11 +23,11 @@ cache holds what a reader parsing every file at once takes.
 
 Served (`--serve`, as the supervisor starts it): after its first run the keeper stays, and
 runs again at each word the supervisor writes to its stdin, until that closes. Starting an
-interpreter and loading numpy and the reader is most of what a run costs (0.12-0.13 CPU-s,
-against 0.02 s for the run itself on an up-to-date cache), so a keeper that stays pays it once.
-Each run is done by a forked worker, which takes whatever memory the run needed with it when it
-exits: the keeper that stays holds only its modules (35 MB resident, 18 MB of it its own),
-never the memory of a build.
+interpreter and loading numpy and the reader is most of what a run costs (0.13-0.16 CPU-s,
+against 0.01-0.03 for the run itself on an up-to-date cache), so a keeper that stays pays it
+once. Each run is done by a forked worker, which takes whatever memory the run needed with it
+when it exits: the keeper that stays holds only its modules (36 MB resident, 19 MB of it its
+own), never the memory of a build.
 
 Best effort throughout, as the cache is: it never raises out of `main`, exits 0 even when it
 did nothing, and says on stderr (the supervisor's log) only what is worth knowing.

@@ -10,14 +10,14 @@ the supervisor writes a word to its stdin: whenever KEEP_BEHIND_BYTES more were 
 KEEP_EVERY_S passed). An attach never has more than those bytes to read itself (a fifth of a
 second).
 
-Starting a keeper costs 0.12-0.13 CPU-s (a new interpreter, numpy loaded with one BLAS thread:
-childenv.py); a run then costs 0.02 s, and about 0.05 s more to append 8 MiB. At 32 ranks x 10
-steps/s with the automatic probe's files, the session gains 8 MiB every 70 s: a keeper started
-for each run was 0.35-0.47% of a core, more than the supervisor. So the keeper stays while runs
-come at least every LINGER_S, holding its modules (35 MB resident, 18 MB of it its own: a
-forked worker does each run, and its memory goes with it), and is let go (its stdin closed)
-when none was asked for that long: a slow run's keeper, started every ten minutes, costs 0.02%
-of a core and holds nothing between. tests/bench/bench_log_follow.py measures it.
+Starting a keeper costs 0.13-0.16 CPU-s (a new interpreter, numpy loaded with one BLAS thread:
+childenv.py); a run then costs 0.01-0.03 CPU-s, and about 0.09 in all to append 8 MiB. At 32
+ranks x 10 steps/s with the automatic probe's files, the session gains 8 MiB every 70 s: a
+keeper started for each run was 0.35-0.47% of a core, more than the supervisor. So the keeper
+stays while runs come at least every LINGER_S, holding its modules (36 MB resident, 19 MB of it
+its own: a forked worker does each run, and its memory goes with it), and is let go (its stdin
+closed) when none was asked for that long: a slow run's keeper, started every ten minutes,
+costs 0.02% of a core and holds nothing between. tests/bench/bench_log_follow.py measures it.
 
 The child runs niced in a session of its own, one at a time (a run asked for while one is at
 work is done after it); it is reaped on a later tick once it exits (no zombie), and, when the
@@ -40,7 +40,7 @@ from neurotui.childenv import numpy_helper_env
 from neurotui.session import layout
 
 KEEP_BEHIND_BYTES = 8 << 20
-"""New JSON lines since the last keeper that start the next one."""
+"""New JSON lines since the last run that ask for the next one."""
 KEEP_EVERY_S = 600.0
 """The longest a slow run's newest lines wait for the cache."""
 LINGER_S = 300.0
