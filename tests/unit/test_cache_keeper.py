@@ -256,6 +256,23 @@ def test_a_keeper_at_work_keeps_a_second_one_out(tmp_path: Path) -> None:
     assert keep(d).startswith("built")
 
 
+def test_a_served_keeper_that_cannot_fork_runs_once_itself_and_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """No worker (no memory, a process limit): the run is not lost, and the keeper, grown by
+    it, does not stay."""
+    d = new_session(tmp_path)
+    write_round(d, 1, 3)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert keeper._run_in_worker(str(d), 0) is False
+    assert_as_a_whole_read(d)
+    assert "cannot fork a worker" in capfd.readouterr().err
+
+
 # -- the supervisor's side ------------------------------------------------------------------
 
 def wait_kept(d: Path, timeout: float = 60.0) -> None:
