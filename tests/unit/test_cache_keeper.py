@@ -345,17 +345,16 @@ def test_the_supervisor_starts_one_keeper_past_its_size_asks_it_for_runs_and_let
     assert_as_a_whole_read(d)
 
 
-def served_and_kept(tmp_path: Path, rounds: int
-                    ) -> tuple[Path, CacheKeeper, subprocess.Popen[bytes]]:
-    """A session of `rounds` rounds, kept by the supervisor's keeper (asked for a run at
-    every tick with anything new), its first run done."""
+def keeper_started(tmp_path: Path, rounds: int = 2, **options: Any
+                   ) -> tuple[Path, CacheKeeper, subprocess.Popen[bytes]]:
+    """A session of `rounds` rounds, and the supervisor's keeper just started on it
+    (`options`: CacheKeeper's)."""
     d = new_session(tmp_path)
     write_round(d, 1, rounds)
-    keeping = CacheKeeper(d, min_bytes=0, behind_bytes=1, check_every_s=0.0)
+    keeping = CacheKeeper(d, min_bytes=0, **options)
     keeping.tick(T0)
     child = keeping.child
     assert child is not None
-    wait_kept(d)
     return d, keeping, child
 
 
@@ -371,7 +370,8 @@ def test_each_run_of_a_keeper_that_stays_is_done_by_a_worker_of_its_own(
         tmp_path: Path) -> None:
     """The keeper that stays holds its modules, not what its runs needed: each is a forked
     child, gone when the run is; words written while it works ask for one more run."""
-    d, keeping, child = served_and_kept(tmp_path, 4)
+    d, keeping, child = keeper_started(tmp_path, 4, behind_bytes=1, check_every_s=0.0)
+    wait_kept(d)  # its first run
     process = psutil.Process(child.pid)
     wait_no_worker(process)
     before = process.cpu_times()
@@ -395,7 +395,8 @@ def test_each_run_of_a_keeper_that_stays_is_done_by_a_worker_of_its_own(
 
 def test_a_keeper_that_died_is_told_of_once_and_the_next_run_starts_a_new_one(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    d, keeping, child = served_and_kept(tmp_path, 2)
+    d, keeping, child = keeper_started(tmp_path, 2, behind_bytes=1, check_every_s=0.0)
+    wait_kept(d)  # its first run
     os.killpg(child.pid, 9)
     child.wait()
     write_round(d, 3, 4)
@@ -405,17 +406,6 @@ def test_a_keeper_that_died_is_told_of_once_and_the_next_run_starts_a_new_one(
     assert_as_a_whole_read(d)
     keeping.close()
     assert capfd.readouterr().err.count("the cache keeper exited with -9") == 1
-
-
-def keeper_started(tmp_path: Path) -> tuple[Path, CacheKeeper, subprocess.Popen[bytes]]:
-    """A session of two rounds, and the supervisor's keeper just started on it."""
-    d = new_session(tmp_path)
-    write_round(d, 1, 2)
-    keeping = CacheKeeper(d, min_bytes=0)
-    keeping.tick(T0)
-    child = keeping.child
-    assert child is not None
-    return d, keeping, child
 
 
 def test_a_keeper_still_at_work_when_the_supervisor_ends_is_killed(tmp_path: Path) -> None:
