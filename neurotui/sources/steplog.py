@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from operator import itemgetter
 from typing import Literal
 
 __all__ = [
@@ -1509,6 +1510,21 @@ class StepLineParser:
             self._shapes = _ShapeMemo(self)
         return self._shapes.parse_many(lines)
 
+    def parse_figures_many(self, lines: list[str]) -> list[StepFigures] | None:
+        """The step, rank, samples and loss of each of ``lines`` where every one is a step line
+        of a shape that prints no other figure and was read before (our runner's lines, a
+        plain `step N loss X`): the supervisor's way for a busy log's batch, without a
+        StepValues a line or the tests for figures such lines never print, less than half a
+        line's parse and record. Equal to parse_values_many's records of the same lines
+        (tests/unit/test_step_figures.py); None where one line is not such a line (then
+        parse_values_many reads the batch)."""
+        if self._user_rules or not self._defaults or self._shapes is None:
+            return None
+        try:
+            return self._shapes.read_figures(lines)
+        except Exception:  # text is untrusted: one odd line, and the batch goes the long way
+            return None
+
     def _parse_batch(self, lines: list[str], step_of: Callable[..., StepLine | StepValues | None],
                      ) -> list[StepValues | CompileLine | None]:
         """parse_values_many's lines, each by `step_of` (_step_of, or the shape memo's)."""
@@ -1565,7 +1581,31 @@ _RANK_ARGUMENT = _STEP_VALUES_FIELDS.index("rank")
 _STEP_ARGUMENTS = frozenset(_STEP_VALUES_FIELDS.index(name) for name in (
     "step", "samples", "loss", "throughput", "dt", "samples_total"))
 """Any of these makes a record (_build_step's test); a rank or a batch alone does not."""
-_Learnt = tuple[_Recipe, "_Reader | None"]
+StepFigures = tuple["int | None", "int | None", "float | None", "float | None"]
+"""A step line's step, rank, samples and loss, where it prints no other figure: our runner's
+line, a plain `step N loss X` (StepLineParser.parse_figures_many)."""
+_FIGURE_ARGUMENTS = tuple(_STEP_VALUES_FIELDS.index(name)
+                          for name in ("step", "rank", "samples", "loss"))
+_FiguresReader = tuple["Callable[[str], tuple[str, ...]]", int, int, int, int]
+"""A _Reader of those four figures only: an itemgetter of its pieces of a line (one C call
+for all), and where each figure is among them (-1: the shape does not print it)."""
+_Learnt = tuple[_Recipe, "_Reader | None", "_FiguresReader | None"]
+
+
+def _figures_reader(reader: _Reader | None) -> _FiguresReader | None:
+    """`reader` as a _FiguresReader; None where it reads another figure too."""
+    if reader is None:
+        return None
+    places = [-1, -1, -1, -1]
+    pieces = []
+    for argument, start, end, _ in reader:
+        if argument not in _FIGURE_ARGUMENTS:
+            return None
+        places[_FIGURE_ARGUMENTS.index(argument)] = len(pieces)
+        pieces.append(slice(start, end))
+    if len(pieces) == 1:
+        pieces.append(slice(0, 0))  # itemgetter of one item gives the item, not a tuple
+    return (itemgetter(*pieces), *places)  # type: ignore[return-value]
 
 
 def _direct_reader(recipe: _Recipe, text: str) -> _Reader | None:
@@ -1658,6 +1698,27 @@ class _ShapeMemo:
                 records[i] = record
         return records
 
+    def read_figures(self, lines: list[str]) -> list[StepFigures] | None:
+        """StepLineParser.parse_figures_many: each line's figures where every one is of a
+        shape learnt to print the step, rank, samples and loss only, and has no rank prefix
+        or colour code; None where one is not."""
+        recipes, shape = self._recipes, _SHAPE
+        figures: list[StepFigures] = []
+        for line in lines:
+            if line[:1] in ("[", "\x1b") or len(line) > MAX_LINE_CHARS:
+                return None  # their text is not the line (strip_rank_prefix), or none
+            learnt = recipes.get(line.encode("utf-8", "surrogatepass").translate(shape))
+            if not learnt or learnt[2] is None:
+                return None
+            get, step, rank, samples, loss = learnt[2]
+            pieces = get(line)
+            figures.append((
+                None if step < 0 else int(pieces[step]),
+                None if rank < 0 else int(pieces[rank]),
+                None if samples < 0 else float(pieces[samples]),
+                None if loss < 0 else float(pieces[loss])))
+        return figures
+
     def step_of(self, text: str, rank: int | None, values: bool, defaults: tuple[_Rule, ...],
                 screen: bool) -> StepLine | StepValues | None:
         """StepLineParser._step_of, read by the recipe of the line's shape where one was
@@ -1665,7 +1726,7 @@ class _ShapeMemo:
         shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
         learnt = self._recipes.get(shape, _SEEN_ONCE)
         if learnt:
-            recipe, reader = learnt
+            recipe, reader, _ = learnt
             if reader is not None and values:
                 return _read_direct(reader, text, rank)
             fields = {name: text[at[0]:at[1]] if at.__class__ is tuple else at
@@ -1681,8 +1742,11 @@ class _ShapeMemo:
                 self._recipes[shape] = _SEEN_ONCE
             else:
                 recipe = self._learn(text, rank, values, defaults, screen, found)
-                self._recipes[shape] = None if recipe is None else \
-                    (recipe, _direct_reader(recipe, text))
+                if recipe is None:
+                    self._recipes[shape] = None
+                else:
+                    reader = _direct_reader(recipe, text)
+                    self._recipes[shape] = (recipe, reader, _figures_reader(reader))
         return None if found is None else found[0]
 
     def _learn(self, text: str, rank: int | None, values: bool, defaults: tuple[_Rule, ...],

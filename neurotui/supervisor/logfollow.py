@@ -35,7 +35,13 @@ import msgspec
 from neurotui.session import layout
 from neurotui.session.tailing import read_lines_backwards, split_lines
 from neurotui.session.writer import EventWriter
-from neurotui.sources.steplog import CompileLine, StepLineParser, StepValues, strip_rank_prefix
+from neurotui.sources.steplog import (
+    CompileLine,
+    StepFigures,
+    StepLineParser,
+    StepValues,
+    strip_rank_prefix,
+)
 from neurotui.supervisor import spool
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.stepoffsets import FileId
@@ -1141,10 +1147,14 @@ class LogFollower:
             self._first_line_at = stamps[0]
         if followed.rank is None:
             return  # torchrun's console repeats the rank files, which are parsed instead
-        steps: list[_LogStep] = []
         # A placed log's rank is timed by the probe's steps, which the stall watch has: it
         # prefers them to log lines, so it is not told of each line as well.
         watched = not followed.placed
+        figures = self.parser.parse_figures_many(lines)
+        if figures is not None:
+            self._record_figures(figures, stamps, rank, watched=watched)
+            return
+        steps: list[_LogStep] = []
         for record, stamp, line in zip(self.parser.parse_values_many(lines), stamps, lines,
                                        strict=True):
             if record is None:
@@ -1260,6 +1270,45 @@ class LogFollower:
         if watched and self.stalls is not None:
             self.stalls.step(rank, step, now, "log")
         self._steps_written += 1
+
+    def _record_figures(self, figures: list[StepFigures], stamps: list[float],
+                        log_rank: int | None, *, watched: bool) -> None:
+        """The records _record_step makes of step lines that print no figure but the step,
+        rank, samples and loss (parse_figures_many: the lines of a busy log, hundreds a
+        second), written in one go: without a StepValues a line, or the tests for what such
+        a line never prints (a bar's count, a running total, the job's batch, a rate).
+        tests/unit/test_step_figures.py holds the two to the same records."""
+        counters, last_stamp, probed = self._step_counters, self._last_stamp, self._probed_ranks
+        recorded = self._recorded_steps if self.attempt == self._resumed_attempt else None
+        watch = self.stalls.step if watched and self.stalls is not None else None
+        attempt, steps = self.attempt, []
+        for (step, rank, samples, loss), stamp in zip(figures, stamps, strict=True):
+            if rank is None:
+                rank = log_rank or 0
+            if rank in probed:
+                continue
+            if step is None:
+                step = counters.get(rank, 0) + 1
+            elif step == counters.get(rank) or \
+                    (recorded is not None and step <= recorded.get(rank, -1)):
+                continue  # a line drawn again for its step; or recorded before a resume
+            counters[rank] = step
+            last_stamp[rank] = (stamp, step)
+            samples_from = None if samples is None else "line"
+            event = _step_record(stamp, rank, step, samples, loss, None, attempt, None, None,
+                                 None, samples_from)
+            if event is not None:
+                steps.append(event)
+            else:  # NaN or infinity, written by the writer's encoder (see _record_step)
+                self._write_steps(steps)
+                self.writer.write("step", t=stamp, rank=rank, step=step, samples=samples,
+                                  loss=loss, dt=None, phases=None, src="log", attempt=attempt,
+                                  **({} if samples_from is None else
+                                     {"samples_from": samples_from}))
+            if watch is not None:
+                watch(rank, step, stamp, "log")
+            self._steps_written += 1
+        self._write_steps(steps)
 
     def _write_steps(self, batch: list[_LogStep]) -> None:
         """The records of a batch of step lines, encoded in one call; `batch` is emptied."""

@@ -553,7 +553,7 @@ def test_lines_of_a_learnt_shape_parse_as_the_rules_read_them() -> None:
             parsed += 1
         recipes = [r for r in parser._shapes._recipes.values() if r]
         learnt = max(learnt, len(recipes))
-        direct = max(direct, sum(1 for _, reader in recipes if reader is not None))
+        direct = max(direct, sum(1 for _, reader, _ in recipes if reader is not None))
     assert parsed > 500
     assert learnt >= 4  # the memo did read lines (not only the rules): the made ones
     assert direct >= 3  # and read some as numbers only (_direct_reader): runner, plain, bert

@@ -1,0 +1,182 @@
+"""The supervisor's short way for a busy log's step lines (StepLineParser.parse_figures_many,
+LogFollower._record_figures): the same records as the long way (parse_values_many and
+_record_step), on every capture and on logs followed both ways."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from neurotui.session import layout
+from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
+from neurotui.sources.steplog import StepLineParser
+from neurotui.supervisor.logfollow import LogFollower
+from tests.unit.test_steplog_public_logs import _capture_lines
+
+RUNNER = "neurotui-runner step={n} rank={rank} samples=16 loss={loss}"
+PLAIN = "step {n} loss {loss} lr 0.001"
+
+
+def _figures_of(records: list) -> list:
+    return [None if r is None else (r.step, r.rank, r.samples, r.loss) for r in records]
+
+
+def test_figures_are_the_records_figures_on_every_capture() -> None:
+    """Each capture's lines, each followed by copies with other digits (the memo learns a
+    shape at its second line): where parse_figures_many reads a batch, its figures are those
+    of parse_values_many's records, of the same types (by repr: 16 is not 16.0 in the
+    session), and those records print no other figure."""
+    rng = random.Random(11)
+    parser, read = StepLineParser.default(), []
+    made = [("runner", [RUNNER.format(n=12, rank=3, loss="6.9077")]),
+            ("plain", [PLAIN.format(n=120, loss="2.3456")])]
+    for name, lines in [*made, *_capture_lines()]:
+        for line in lines:
+            if not re.search(r"[0-9]", line):
+                continue
+            variants = [line, line, *(re.sub(r"[0-9]", lambda _: str(rng.randint(0, 9)), line)
+                                      for _ in range(4))]
+            records = parser.parse_values_many(variants)
+            figures = parser.parse_figures_many(variants)
+            if figures is None:
+                continue
+            read.append(name)
+            assert repr(figures) == repr(_figures_of(records)), (name, line)
+            for record in records:
+                assert (record.throughput, record.dt, record.samples_total,
+                        record.global_batch, record.bar_n) == (None,) * 5, (name, line)
+    assert read.count("runner") == read.count("plain") == 1  # the short way was taken
+
+
+@pytest.mark.parametrize("odd", [
+    "..........Compiler status PASS",  # a compile line
+    "[1]:step 106 loss 2.2456 lr 0.001",  # a rank prefix: the text is not the line
+    "\x1b[32mstep 109 loss 2.5456 lr 0.001\x1b[0m",  # colour codes
+    "step 107 loss 2.3456 lr 0.001\rstep 108 loss 2.4456 lr 0.001",  # a bar's redraws
+    "neurotui-runner step=12 rank=3 samples=16 loss=6.9077 dt=0.1234",  # another figure
+    "step 110 loss 2.6456 lr 0.001 " + "x" * 70_000,  # over the line limit
+    "just a line the script printed",  # no step at all
+    "",
+])
+def test_a_batch_with_one_other_line_goes_the_long_way(odd: str) -> None:
+    parser = StepLineParser.default()
+    learn = [PLAIN.format(n=n, loss=f"2.{n}456") for n in range(100, 104)]
+    parser.parse_values_many(learn)
+    parser.parse_values_many([odd, odd])  # seen twice: its shape learnt, where it can be
+    assert parser.parse_figures_many(learn) is not None
+    assert parser.parse_figures_many([*learn, odd]) is None
+
+
+def test_a_parser_of_the_users_own_patterns_goes_the_long_way() -> None:
+    parser = StepLineParser.from_patterns([r"it (?P<step>\d+)"], include_defaults=True)
+    learn = [PLAIN.format(n=n, loss="2.3456") for n in range(100, 104)]
+    parser.parse_values_many(learn)
+    assert parser.parse_figures_many(learn) is None
+
+
+def test_a_line_whose_rank_prefix_holds_a_learnt_shape_goes_the_long_way() -> None:
+    """A line's text is what follows its rank prefix: a line printed with two prefixes
+    teaches the shape of one prefixed line, whose rank is in its prefix, not in its shape."""
+    parser = StepLineParser.default()
+    parser.parse_values_many([f"[rank1]:[rank2]:step {n} loss 2.3456" for n in range(10, 14)])
+    line = "[rank3]:step 15 loss 2.3456"
+    assert parser.parse_values_many([line])[0].rank == 3  # type: ignore[union-attr]
+    assert parser.parse_figures_many([line]) is None
+
+
+def _new_session(root: Path, ranks: int) -> tuple[Path, EventWriter, LogFollower, list[Path]]:
+    session = root / "s"
+    (session / "logs").mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    (session / layout.LAUNCHER_LOG).write_text("")
+    logs = []
+    for rank in range(ranks):
+        folder = session / layout.TORCHRUN_LOG_DIR / "run1" / "attempt_0" / str(rank)
+        folder.mkdir(parents=True)
+        logs.append(folder / "stdout.log")
+        logs[-1].write_text("")
+    writer = EventWriter(session / layout.EVENTS)
+    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False,
+                           watch=False)
+    return session, writer, follower, logs
+
+
+def _rounds(ranks: int) -> list[list[str]]:
+    """Rounds of lines per rank: runner and plain lines, steps printed twice, a step past 64
+    bits, losses of NaN and infinity (written by the writer's encoder), lines with no
+    samples or no rank, a rate printed after such lines (its samples come from their
+    stamps), and now and then a line that is no step."""
+    rng = random.Random(5)
+    rounds = []
+    for k in range(40):
+        per_rank = []
+        for rank in range(ranks):
+            n = 10 * k
+            lines = [RUNNER.format(n=n + i, rank=rank, loss=f"{rng.random():.4f}")
+                     for i in range(1, 8)]
+            lines.append(RUNNER.format(n=n + 7, rank=rank, loss="1.0000"))  # drawn again
+            if rank == 1:
+                lines = [PLAIN.format(n=n + i, loss=f"{rng.random():.3f}") for i in range(1, 9)]
+            if k == 20:
+                lines.append(PLAIN.format(n=n + 9, loss="nan"))
+            if k in (25, 26, 27):  # seen twice, then in a batch of lines of learnt shapes
+                lines += [RUNNER.format(n=n + 8, rank=rank, loss="1e999"),
+                          RUNNER.format(n=98765432109876543210 + k, rank=rank, loss="1.0")]
+            if k in (30, 31) and rank == 2:  # samples from a printed rate over stamped steps
+                lines = [f"({rank}, {n + i}) step_loss : 9.8750  learning_rate : 1.50e-05  "
+                         "throughput : 320.00" for i in range(1, 4)]
+            if k % 9 == 4:
+                lines.insert(3, f"epoch {k} done")
+            per_rank.append(lines)
+        rounds.append(per_rank)
+    return rounds
+
+
+def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.MonkeyPatch, *,
+            short_way: bool) -> tuple[str, int, int]:
+    """The rounds written to the ranks' logs and polled once each, by a follower that
+    resumed a job whose steps of rank 0 up to 25 were recorded (the third round's lines, of
+    shapes learnt by then); the session's step records,
+    how many batches went the short way, and how many of those held a figure the writer's
+    encoder writes (an infinite loss, a step past 64 bits)."""
+    session, writer, follower, logs = _new_session(root, len(rounds[0]))
+    follower.resume({}, {0: 25})
+    taken, odd = [0], [0]
+    figures_of = StepLineParser.parse_figures_many
+
+    def counted(parser: StepLineParser, lines: list[str]) -> list | None:
+        figures = figures_of(parser, lines) if short_way else None
+        taken[0] += figures is not None
+        odd[0] += any(step > 2**63 or loss == math.inf for step, _, _, loss in figures or ())
+        return figures
+
+    monkeypatch.setattr(StepLineParser, "parse_figures_many", counted)
+    for k, per_rank in enumerate(rounds):
+        for log, lines in zip(logs, per_rank, strict=True):
+            with open(log, "a") as f:
+                f.write("".join(f"{line}\n" for line in lines))
+        follower.poll(1000.0 + k)
+    follower.poll(2000.0, final=True)
+    writer.close()
+    steps = [line for line in (session / layout.EVENTS).read_text().splitlines()
+             if '"kind":"step"' in line.replace(" ", "")]
+    return "\n".join(steps), taken[0], odd[0]
+
+
+def test_a_followed_log_records_the_same_steps_either_way(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rounds = _rounds(ranks=3)
+    short, taken, odd = _follow(tmp_path / "short", rounds, monkeypatch, short_way=True)
+    long, none_taken, _ = _follow(tmp_path / "long", rounds, monkeypatch, short_way=False)
+    assert none_taken == 0
+    assert taken >= 60  # most batches went the short way (the first lines teach the shapes)
+    assert odd >= 2  # and some of them with an infinite loss and a step past 64 bits
+    assert short == long
+    assert short.count("\n") > 800
+    assert '"loss": Infinity' in short and '"loss": NaN' in short
+    assert '"step": 98765432109876543237' in short
+    assert '"samples_from":"throughput"' in short
