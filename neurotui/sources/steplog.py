@@ -1701,13 +1701,14 @@ class _ShapeMemo:
 
     def read_figures(self, lines: list[str]) -> list[StepFigures] | None:
         """StepLineParser.parse_figures_many: each line's figures where every one is of a
-        shape learnt to print the step, rank, samples and loss only, and has no rank prefix
-        or colour code; None where one is not."""
+        shape learnt to print the step, rank, samples and loss only, and has no rank prefix;
+        None where one is not. (No shape is learnt of a line with a colour code, or over
+        MAX_LINE_CHARS: parse_many reads those one by one.)"""
         recipes, shape = self._recipes, _SHAPE
         figures: list[StepFigures] = []
         for line in lines:
-            if line[:1] in ("[", "\x1b") or len(line) > MAX_LINE_CHARS:
-                return None  # their text is not the line (strip_rank_prefix), or none
+            if line[:1] == "[" and strip_rank_prefix(line)[0] is not None:
+                return None  # its rank is its prefix's where its text prints none
             learnt = recipes.get(line.encode("utf-8", "surrogatepass").translate(shape))
             if not learnt or learnt[2] is None:
                 return None

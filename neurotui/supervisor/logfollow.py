@@ -1299,7 +1299,7 @@ class LogFollower:
                                  None, samples_from)
             if event is not None:
                 steps.append(event)
-            else:  # NaN or infinity, written by the writer's encoder (see _record_step)
+            else:  # NaN, infinity, a step past 64 bits: the writer's encoder writes those
                 self._write_steps(steps)
                 self.writer.write("step", t=stamp, rank=rank, step=step, samples=samples,
                                   loss=loss, dt=None, phases=None, src="log", attempt=attempt,

@@ -78,14 +78,21 @@ def test_a_parser_of_the_users_own_patterns_goes_the_long_way() -> None:
     assert parser.parse_figures_many(learn) is None
 
 
-def test_a_line_whose_rank_prefix_holds_a_learnt_shape_goes_the_long_way() -> None:
-    """A line's text is what follows its rank prefix: a line printed with two prefixes
-    teaches the shape of one prefixed line, whose rank is in its prefix, not in its shape."""
+def test_a_line_with_a_rank_prefix_goes_the_long_way_and_one_in_brackets_does_not() -> None:
+    """A line's text is what follows its rank prefix, and its rank is the prefix's where the
+    text prints none: a line printed with two prefixes teaches the shape of one with one
+    prefix, and such a line still goes the long way. A line that only begins with a bracket
+    (a logger's level) is its own text."""
     parser = StepLineParser.default()
-    parser.parse_values_many([f"[rank1]:[rank2]:step {n} loss 2.3456" for n in range(10, 14)])
-    line = "[rank3]:step 15 loss 2.3456"
+    parser.parse_values_many([f"[rank1]:[rank2]:neurotui-runner step={n} samples=16 loss=1.0"
+                              for n in range(10, 14)])
+    line = "[rank3]:neurotui-runner step=15 samples=16 loss=1.0"
     assert parser.parse_values_many([line])[0].rank == 3  # type: ignore[union-attr]
     assert parser.parse_figures_many([line]) is None
+    bracketed = [f"[INFO] neurotui-runner step={n} samples=16 loss=1.0" for n in range(10, 14)]
+    records = parser.parse_values_many(bracketed)
+    assert parser.parse_figures_many(bracketed) == _figures_of(records)
+    assert records[0].step == 10  # type: ignore[union-attr]
 
 
 def _new_session(root: Path, ranks: int) -> tuple[Path, EventWriter, LogFollower, list[Path]]:
@@ -108,7 +115,7 @@ def _new_session(root: Path, ranks: int) -> tuple[Path, EventWriter, LogFollower
 def _rounds(ranks: int) -> list[list[str]]:
     """Rounds of lines per rank: runner and plain lines, steps printed twice, a step past 64
     bits, losses of NaN and infinity (written by the writer's encoder), lines with no
-    samples or no rank, a rate printed after such lines (its samples come from their
+    samples, no rank or no step, a rate printed after such lines (its samples come from their
     stamps), and now and then a line that is no step."""
     rng = random.Random(5)
     rounds = []
@@ -126,6 +133,8 @@ def _rounds(ranks: int) -> list[list[str]]:
             if k in (25, 26, 27):  # seen twice, then in a batch of lines of learnt shapes
                 lines += [RUNNER.format(n=n + 8, rank=rank, loss="1e999"),
                           RUNNER.format(n=98765432109876543210 + k, rank=rank, loss="1.0")]
+            if k in (33, 34, 35) and rank == 0:  # no step printed: each line counts one on
+                lines = [f"neurotui-runner rank=0 samples=16 loss=0.{i}" for i in range(1, 4)]
             if k in (30, 31) and rank == 2:  # samples from a printed rate over stamped steps
                 lines = [f"({rank}, {n + i}) step_loss : 9.8750  learning_rate : 1.50e-05  "
                          "throughput : 320.00" for i in range(1, 4)]
@@ -151,7 +160,7 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
     def counted(parser: StepLineParser, lines: list[str]) -> list | None:
         figures = figures_of(parser, lines) if short_way else None
         taken[0] += figures is not None
-        odd[0] += any(step > 2**63 or loss == math.inf for step, _, _, loss in figures or ())
+        odd[0] += any((step or 0) > 2**63 or loss == math.inf for step, _, _, loss in figures or ())
         return figures
 
     monkeypatch.setattr(StepLineParser, "parse_figures_many", counted)
