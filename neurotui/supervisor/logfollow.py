@@ -1256,17 +1256,11 @@ class LogFollower:
                 batch.append(event)
             else:
                 self._write_steps([event])
-        else:  # a value JSON writes its own way (NaN, infinity): the encoder does
+        else:
             if batch is not None:
                 self._write_steps(batch)  # those before it first, in the order read
-            # Every figure the line carries is kept: printed throughput, total, batch.
-            printed = {key: value for key, value in (
-                ("throughput", record.throughput), ("samples_total", record.samples_total),
-                ("global_batch", record.global_batch), ("samples_from", samples_from))
-                if value is not None}
-            self.writer.write("step", t=now, rank=rank, step=step, samples=samples,
-                              loss=record.loss, dt=dt, phases=None, src="log",
-                              attempt=self.attempt, **printed)
+            self._write_by_encoder(now, rank, step, samples, record.loss, dt, record.throughput,
+                                   record.samples_total, record.global_batch, samples_from)
         if watched and self.stalls is not None:
             self.stalls.step(rank, step, now, "log")
         self._steps_written += 1
@@ -1299,16 +1293,28 @@ class LogFollower:
                                  None, samples_from)
             if event is not None:
                 steps.append(event)
-            else:  # NaN, infinity, a step past 64 bits: the writer's encoder writes those
-                self._write_steps(steps)
-                self.writer.write("step", t=stamp, rank=rank, step=step, samples=samples,
-                                  loss=loss, dt=None, phases=None, src="log", attempt=attempt,
-                                  **({} if samples_from is None else
-                                     {"samples_from": samples_from}))
+            else:
+                self._write_steps(steps)  # those before it first, in the order read
+                self._write_by_encoder(stamp, rank, step, samples, loss, None, None, None, None,
+                                       samples_from)
             if watch is not None:
                 watch(rank, step, stamp, "log")
             self._steps_written += 1
         self._write_steps(steps)
+
+    def _write_by_encoder(self, t: float, rank: int, step: int, samples: float | None,
+                          loss: float | None, dt: float | None, throughput: float | None,
+                          samples_total: float | None, global_batch: float | None,
+                          samples_from: str | None) -> None:
+        """A step record _step_record declined (NaN, infinity, a step past 64 bits), written
+        by the writer's encoder, which writes those its own way; every figure the line
+        carries is kept."""
+        printed = {key: value for key, value in (
+            ("throughput", throughput), ("samples_total", samples_total),
+            ("global_batch", global_batch), ("samples_from", samples_from))
+            if value is not None}
+        self.writer.write("step", t=t, rank=rank, step=step, samples=samples, loss=loss, dt=dt,
+                          phases=None, src="log", attempt=self.attempt, **printed)
 
     def _write_steps(self, batch: list[_LogStep]) -> None:
         """The records of a batch of step lines, encoded in one call; `batch` is emptied."""
