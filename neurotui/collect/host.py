@@ -211,15 +211,25 @@ def read_proc_stat(pid: int, fd: int | None = None) -> ProcStat | None:
 
 def parse_proc_stat(raw: bytes) -> ProcStat:
     """A /proc/PID/stat line; ValueError or IndexError when it is not one."""
+    return ProcStat(*_stat_fields(raw))
+
+
+_StatFields = tuple[str, int, float, int, int, "int | None"]
+"""ProcStat's fields as a plain tuple: ProcessRows reads one a second for each of the job's
+processes, hundreds with DataLoader workers, and a frozen dataclass's construction was half
+of a line's parse."""
+
+
+def _stat_fields(raw: bytes) -> _StatFields:
     # The name is in parentheses and may hold any character, ")" and spaces too.
     close = raw.rindex(b")")
-    name = raw[raw.index(b"(") + 1:close].decode("utf-8", "replace")
-    fields = raw[close + 2:].split()
     # fields[0] is field 3 of proc(5), the state: ppid is field 4, utime and stime 14 and
-    # 15, starttime 22, rss 24 (pages), processor 39 (absent before Linux 2.2.8).
-    cpu_num = int(fields[36]) if len(fields) > 36 else None
-    return ProcStat(name, int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS,
-                    int(fields[19]), int(fields[21]) * _PAGE, cpu_num)
+    # 15, starttime 22, rss 24 (pages), processor 39 (absent before Linux 2.2.8). The
+    # fields after it are not split off.
+    fields = raw[close + 2:].split(None, 37)
+    return (raw[raw.index(b"(") + 1:close].decode("utf-8", "replace"), int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / _TICKS, int(fields[19]),
+            int(fields[21]) * _PAGE, int(fields[36]) if len(fields) > 36 else None)
 
 
 class ProcessRows:
@@ -237,33 +247,34 @@ class ProcessRows:
         self._torchrun: dict[tuple[int, float], bool] = {}
         self._cpu: dict[tuple[int, int], tuple[float, float]] = {}  # (cpu_s, at) last seen
         self._names: dict[tuple[int, int], str] = {}  # names longer than `comm` holds
-        self._fds: dict[int, int] = {}
-        """Each process's /proc/PID/stat, kept open: read again with pread, a third cheaper
-        than opening it at every sample."""
+        self._fds: dict[int, tuple[int | None, psutil.Process]] = {}
+        """Each process's /proc/PID/stat, kept open (read again with pread, a third cheaper
+        than opening it at every sample), with the process it was opened for; None once
+        that process ended."""
 
     def sample(self, procs: list[psutil.Process], leader_pid: int) -> list[dict[str, Any]]:
         seen = self._from_proc(procs) if _HAVE_PROC else self._from_psutil(procs)
-        parents = {proc.pid: ppid for proc, ppid, *_ in seen}
+        parents = {pid: ppid for _, pid, ppid, *_ in seen}
         launcher_is_torchrun = False
-        for proc, _, _, _, _, created, _ in seen:
-            if proc.pid == leader_pid:
-                key = (proc.pid, created)
+        for proc, pid, _, _, _, _, created, _ in seen:
+            if pid == leader_pid:
+                key = (pid, created)
                 if key not in self._torchrun:
                     leader_cmd = _command(proc)
                     self._torchrun[key] = any(m in leader_cmd for m in _LAUNCHER_MARKERS)
                 launcher_is_torchrun = self._torchrun[key]
         rows = []
-        roles: dict[tuple[int, float, str], str] = {}
-        for proc, ppid, name, cpu, rss, created, cpu_num in seen:
+        known, roles = self._roles, {}
+        for proc, pid, ppid, name, cpu, rss, created, cpu_num in seen:
             # A process that execs (a worker becoming neuronx-cc) keeps its pid and start
             # time but not its name: the role is asked again then.
-            key = (proc.pid, created, name)
-            role = self._roles.get(key)
+            key = (pid, created, name)
+            role = known.get(key)
             if role is None:
-                role = process_role(name, _command(proc), proc.pid, leader_pid, parents,
+                role = process_role(name, _command(proc), pid, leader_pid, parents,
                                     launcher_is_torchrun)
             roles[key] = role
-            row = {"pid": proc.pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
+            row = {"pid": pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
                    "rss": rss}
             if cpu_num is not None:
                 row["cpu_num"] = cpu_num
@@ -272,44 +283,57 @@ class ProcessRows:
         return rows
 
     def _from_proc(self, procs: list[psutil.Process]) -> list[tuple[Any, ...]]:
+        """(process, pid, ppid, name, cpu, rss, start, cpu_num) of each living one."""
         now = time.monotonic()
         seen, cpu_seen, names = [], {}, {}
         fds, self._fds = self._fds, {}
+        kept = self._fds
+        last_cpu, last_names = self._cpu, self._names
         for proc in procs:
-            fd = fds.pop(proc.pid, None)
-            stat = read_proc_stat(proc.pid, fd) if fd is not None else None
-            if stat is None:
-                # A first sample, or an ended process: its open file says so (ESRCH) even
-                # when its pid was given to a new one since.
-                if fd is not None:
-                    _close(fd)
-                fd = _open_stat(proc.pid)
-                stat = read_proc_stat(proc.pid, fd) if fd is not None else None
-                if stat is None:
+            pid = proc.pid  # (a property of psutil's: read once)
+            kept_open = fds.pop(pid, None)
+            if kept_open is not None and kept_open[1] is proc:
+                fd = kept_open[0]
+                fields = _read_fields(fd) if fd is not None else None
+                if fields is None:
+                    # Ended: its open file says so (ESRCH) even when its pid was given to a
+                    # new process since. Remembered so until the tree's scan drops it.
+                    if fd is not None:
+                        _close(fd)
+                    kept[pid] = (None, proc)
+                    continue
+            else:  # a first sample (or of a new process the tree found with this pid)
+                if kept_open is not None and kept_open[0] is not None:
+                    _close(kept_open[0])
+                fd = _open_stat(pid)
+                fields = _read_fields(fd) if fd is not None else None
+                if fields is None:
                     if fd is not None:
                         _close(fd)
                     continue  # ended since the tree was scanned
-            self._fds[proc.pid] = fd
-            key = (proc.pid, stat.started)
-            last = self._cpu.get(key)
+            kept[pid] = (fd, proc)
+            name, ppid, cpu_s, started, rss, cpu_num = fields
+            key = (pid, started)
+            last = last_cpu.get(key)
             # As psutil's cpu_percent: 0.0 at a process's first sample, then its share of
             # one core since the one before, to one decimal.
             cpu = 0.0 if last is None or now <= last[1] else \
-                round(max(0.0, stat.cpu_s - last[0]) / (now - last[1]) * 100, 1)
-            cpu_seen[key] = (stat.cpu_s, now)
-            name = stat.name
+                round(max(0.0, cpu_s - last[0]) / (now - last[1]) * 100, 1)
+            cpu_seen[key] = (cpu_s, now)
             if len(name) >= 15:  # `comm` is cut at 15: psutil's name() reads the whole one
-                name = self._names.get(key) or _full_name(proc, name)
+                name = last_names.get(key) or _full_name(proc, name)
                 names[key] = name
-            seen.append((proc, stat.ppid, name, cpu, stat.rss, stat.started, stat.cpu_num))
-        for fd in fds.values():  # processes no longer in the tree
-            _close(fd)
+            seen.append((proc, pid, ppid, name, cpu, rss, started, cpu_num))
+        for fd, _ in fds.values():  # processes no longer in the tree
+            if fd is not None:
+                _close(fd)
         self._cpu, self._names = cpu_seen, names
         return seen
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            _close(fd)
+        for fd, _ in self._fds.values():
+            if fd is not None:
+                _close(fd)
         self._fds = {}
 
     @staticmethod
@@ -318,11 +342,19 @@ class ProcessRows:
         for proc in procs:
             try:
                 with proc.oneshot():  # one read of /proc/PID/stat for all of these
-                    seen.append((proc, proc.ppid(), proc.name(), proc.cpu_percent(),
+                    seen.append((proc, proc.pid, proc.ppid(), proc.name(), proc.cpu_percent(),
                                  proc.memory_info().rss, proc.create_time(), _cpu_num(proc)))
             except psutil.Error:
                 continue
         return seen
+
+
+def _read_fields(fd: int) -> _StatFields | None:
+    """The stat file kept open as `fd`, read again; None when its process ended."""
+    try:
+        return _stat_fields(os.pread(fd, 4096, 0))
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _open_stat(pid: int) -> int | None:

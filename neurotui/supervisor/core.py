@@ -498,14 +498,14 @@ class Supervisor:
     def _sample_telemetry(self, now: float) -> None:
         rank_pids: frozenset[int] = frozenset()
         try:
-            self.writer.write("host", t=now, **self.host.sample())
+            self.writer.write_plain("host", t=now, **self.host.sample())
             if self.tree is not None:
                 procs = self.tree.sampled(now)
                 rows = self.process_rows.sample(procs, self.tree.leader_pid)
                 rank_pids = frozenset(r["pid"] for r in rows if r["role"] == "rank")
                 if self.global_ranks is not None:
                     self._learn_global_ranks([p for p in procs if p.pid in rank_pids], now)
-                self.writer.write("procs", t=now, procs=rows)
+                self.writer.write_plain("procs", t=now, procs=rows)
         except Exception as exc:  # a telemetry failure is recorded, never fatal
             self.writer.write("warning", source="host", message=f"host telemetry failed: {exc}")
         if self.telemetry is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from neurotui.collect import host
 from neurotui.collect.host import ProcessRows
 from neurotui.supervisor import process_tree
 from neurotui.supervisor.process_tree import RESCAN_S, SETTLE_S, SETTLED_RESCAN_S, JobTree
@@ -91,10 +93,10 @@ def test_a_settled_tree_is_rescanned_every_few_seconds_a_changing_one_each_secon
     assert tree._next_scan == settled_at + SETTLED_RESCAN_S + RESCAN_S  # changing again
 
 
-def test_a_scan_reads_the_job_and_new_processes_not_the_rest_of_the_host(
-        job, monkeypatch) -> None:
-    """ProcScan reads the stat of the job's processes and of processes it has not seen;
-    another process of the host is read again only at a full look (FULL_SCAN_S)."""
+def test_a_scan_reads_only_new_processes_until_a_full_look(job, monkeypatch) -> None:
+    """ProcScan reads the stat of processes it has not seen; one of the job's whose parent is
+    still there, or another process of the host, is read again only at a full look
+    (FULL_SCAN_S)."""
     _wait_for(job.pid, 4)
     read: list[int] = []
     real_read = process_tree._read_stat
@@ -111,7 +113,8 @@ def test_a_scan_reads_the_job_and_new_processes_not_the_rest_of_the_host(
     others = len(read) - len(first)
     read.clear()
     assert sorted(scan.scan(job.pid, now=1.0)) == sorted(first)
-    assert len(read) <= len(first) + 2  # the job's (and what started since), not the host's
+    assert not set(read) & {pid for pid, _ in first}  # the job's: known, parents alive
+    assert len(read) <= 2  # what started since
     rank = next(pid for pid, _ in first if psutil.Process(pid).ppid() == job.pid)
     late = subprocess.Popen(["sleep", "30"])  # a new process of the host, not of the job
     try:
@@ -126,6 +129,73 @@ def test_a_scan_reads_the_job_and_new_processes_not_the_rest_of_the_host(
     full = scan.scan(job.pid, now=3.0 + process_tree.ProcScan.FULL_SCAN_S)
     assert sorted(full) == sorted(first) and len(read) >= others  # a full look
     assert rank in {pid for pid, _ in full}
+
+
+def test_a_process_whose_parent_ended_is_read_again_and_leaves_the_tree(monkeypatch) -> None:
+    """A process is given a new parent only when its own ends: then (once the ended parent is
+    reaped and its pid leaves /proc) the scan reads it again, and an orphan is no longer
+    one of the job's."""
+    launcher = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "middle = subprocess.Popen([sys.executable, '-c', 'import subprocess, time; "
+        "subprocess.Popen([\"sleep\", \"60\"]); time.sleep(60)'])\n"
+        "middle.wait()\n"  # reaps it when it is killed
+        "time.sleep(60)\n")], start_new_session=True)
+    orphan = None
+    try:
+        _wait_for(launcher.pid, 2)
+        middle = psutil.Process(launcher.pid).children()[0]
+        orphan = middle.children()[0]
+        read: list[int] = []
+        real_read = process_tree._read_stat
+
+        def counting(pid: int) -> tuple[int, int] | None:
+            read.append(pid)
+            return real_read(pid)
+
+        monkeypatch.setattr(process_tree, "_read_stat", counting)
+        scan = process_tree.ProcScan()
+        assert {pid for pid, _ in scan.scan(launcher.pid, now=0.0)} == \
+            {launcher.pid, middle.pid, orphan.pid}
+        middle.kill()
+        deadline = time.time() + 10
+        while psutil.pid_exists(middle.pid) and time.time() < deadline:
+            time.sleep(0.05)  # reaped by the launcher
+        read.clear()
+        assert {pid for pid, _ in scan.scan(launcher.pid, now=1.0)} == {launcher.pid}
+        assert orphan.pid in read and launcher.pid not in read
+    finally:
+        if orphan is not None:
+            with contextlib.suppress(psutil.Error):
+                orphan.kill()
+        for child_proc in psutil.Process(launcher.pid).children(recursive=True):
+            child_proc.kill()
+        launcher.kill()
+        launcher.wait()
+
+
+def test_rows_leave_out_a_process_that_ended_though_its_pid_is_taken(monkeypatch) -> None:
+    """A row is a process's, not a pid's: once the process a stat file was kept open for
+    ended, a process given its pid since is not read in its place (until the tree's scan
+    finds that one and hands it over as a process of its own)."""
+    ended = subprocess.Popen(["sleep", "30"])
+    stranger = subprocess.Popen(["sleep", "30"])
+    try:
+        proc = psutil.Process(ended.pid)
+        rows = ProcessRows()
+        assert [row["pid"] for row in rows.sample([proc], leader_pid=0)] == [ended.pid]
+        ended.kill()
+        ended.wait()
+        # Its pid handed to another process: /proc/PID/stat now says the stranger's.
+        real_open = host._open_stat
+        monkeypatch.setattr(host, "_open_stat", lambda pid: real_open(stranger.pid))
+        assert rows.sample([proc], leader_pid=0) == []
+        assert rows.sample([proc], leader_pid=0) == []  # and at every sample after
+        rows.close()
+    finally:
+        ended.kill()
+        stranger.kill()
+        stranger.wait()
 
 
 def test_a_worker_started_later_joins_the_tree() -> None:
