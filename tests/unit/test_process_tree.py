@@ -93,11 +93,9 @@ def test_a_settled_tree_is_rescanned_every_few_seconds_a_changing_one_each_secon
     assert tree._next_scan == settled_at + SETTLED_RESCAN_S + RESCAN_S  # changing again
 
 
-def test_a_scan_reads_only_new_processes_until_a_full_look(job, monkeypatch) -> None:
-    """ProcScan reads the stat of processes it has not seen; one of the job's whose parent is
-    still there, or another process of the host, is read again only at a full look
-    (FULL_SCAN_S)."""
-    _wait_for(job.pid, 4)
+@pytest.fixture
+def stat_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids whose /proc/PID/stat ProcScan reads (still read for real), in order."""
     read: list[int] = []
     real_read = process_tree._read_stat
 
@@ -106,6 +104,15 @@ def test_a_scan_reads_only_new_processes_until_a_full_look(job, monkeypatch) -> 
         return real_read(pid)
 
     monkeypatch.setattr(process_tree, "_read_stat", counting)
+    return read
+
+
+def test_a_scan_reads_only_new_processes_until_a_full_look(job, stat_reads) -> None:
+    """ProcScan reads the stat of processes it has not seen; one of the job's whose parent is
+    still there, or another process of the host, is read again only at a full look
+    (FULL_SCAN_S)."""
+    _wait_for(job.pid, 4)
+    read = stat_reads
     scan = process_tree.ProcScan()
     first = scan.scan(job.pid, now=0.0)
     assert first is not None and len(first) == 5  # launcher, 2 ranks, 2 workers
@@ -131,7 +138,7 @@ def test_a_scan_reads_only_new_processes_until_a_full_look(job, monkeypatch) -> 
     assert rank in {pid for pid, _ in full}
 
 
-def test_a_process_whose_parent_ended_is_read_again_and_leaves_the_tree(monkeypatch) -> None:
+def test_a_process_whose_parent_ended_is_read_again_and_leaves_the_tree(stat_reads) -> None:
     """A process is given a new parent only when its own ends: then (once the ended parent is
     reaped and its pid leaves /proc) the scan reads it again, and an orphan is no longer
     one of the job's."""
@@ -146,14 +153,7 @@ def test_a_process_whose_parent_ended_is_read_again_and_leaves_the_tree(monkeypa
         _wait_for(launcher.pid, 2)
         middle = psutil.Process(launcher.pid).children()[0]
         orphan = middle.children()[0]
-        read: list[int] = []
-        real_read = process_tree._read_stat
-
-        def counting(pid: int) -> tuple[int, int] | None:
-            read.append(pid)
-            return real_read(pid)
-
-        monkeypatch.setattr(process_tree, "_read_stat", counting)
+        read = stat_reads
         scan = process_tree.ProcScan()
         assert {pid for pid, _ in scan.scan(launcher.pid, now=0.0)} == \
             {launcher.pid, middle.pid, orphan.pid}
