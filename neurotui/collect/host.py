@@ -193,12 +193,10 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _HAVE_PROC = os.path.isfile("/proc/self/stat")
 
 
-def read_proc_stat(pid: int, fd: int | None = None) -> ProcStat | None:
-    """/proc/PID/stat, read once (through `fd`, that file kept open, when given); None when
-    the process is gone or the file unreadable."""
+def read_proc_stat(pid: int) -> ProcStat | None:
+    """/proc/PID/stat, read once; None when the process is gone or the file unreadable.
+    (ProcessRows keeps each file open and reads it again: _read_fields.)"""
     try:
-        if fd is not None:
-            return parse_proc_stat(os.pread(fd, 4096, 0))
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
         try:
             raw = os.read(fd, 4096)
@@ -298,18 +296,16 @@ class ProcessRows:
                 if fields is None:
                     # Ended: its open file says so (ESRCH) even when its pid was given to a
                     # new process since. Remembered so until the tree's scan drops it.
-                    if fd is not None:
-                        _close(fd)
+                    _close(fd)
                     kept[pid] = (None, proc)
                     continue
             else:  # a first sample (or of a new process the tree found with this pid)
-                if kept_open is not None and kept_open[0] is not None:
+                if kept_open is not None:
                     _close(kept_open[0])
                 fd = _open_stat(pid)
                 fields = _read_fields(fd) if fd is not None else None
                 if fields is None:
-                    if fd is not None:
-                        _close(fd)
+                    _close(fd)
                     continue  # ended since the tree was scanned
             kept[pid] = (fd, proc)
             name, ppid, cpu_s, started, rss, cpu_num = fields
@@ -325,15 +321,13 @@ class ProcessRows:
                 names[key] = name
             seen.append((proc, pid, ppid, name, cpu, rss, started, cpu_num))
         for fd, _ in fds.values():  # processes no longer in the tree
-            if fd is not None:
-                _close(fd)
+            _close(fd)
         self._cpu, self._names = cpu_seen, names
         return seen
 
     def close(self) -> None:
         for fd, _ in self._fds.values():
-            if fd is not None:
-                _close(fd)
+            _close(fd)
         self._fds = {}
 
     @staticmethod
@@ -364,7 +358,10 @@ def _open_stat(pid: int) -> int | None:
         return None
 
 
-def _close(fd: int) -> None:
+def _close(fd: int | None) -> None:
+    """Close `fd` (None: a file not open, or no longer)."""
+    if fd is None:
+        return
     with contextlib.suppress(OSError):
         os.close(fd)
 

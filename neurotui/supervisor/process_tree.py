@@ -138,15 +138,14 @@ class ProcScan:
             self._others, self._job, self._full_at = set(), {}, now
         pids = {int(name) for name in names if name.isdigit()}
         self._others &= pids  # forget the ended
-        known = {pid: seen for pid, seen in self._job.items()
-                 if pid in pids and (seen[0] in pids or pid == leader_pid)}
-        children: dict[int, list[int]] = {}
-        stats = dict(known)
-        for pid in pids - self._others - known.keys():
+        stats = {pid: seen for pid, seen in self._job.items()
+                 if pid in pids and (seen[0] in pids or pid == leader_pid)}  # known: not read
+        for pid in pids - self._others - stats.keys():
             stat = _read_stat(pid)
             if stat is None:
                 continue  # gone since the listing, or not readable
             stats[pid] = stat
+        children: dict[int, list[int]] = {}
         for pid, (ppid, _) in stats.items():
             children.setdefault(ppid, []).append(pid)
         found = []
