@@ -1704,12 +1704,30 @@ class _ShapeMemo:
         shape learnt to print the step, rank, samples and loss only, and has no rank prefix;
         None where one is not. (No shape is learnt of a line with a colour code, or over
         MAX_LINE_CHARS: parse_many reads those one by one.)"""
-        recipes, shape = self._recipes, _SHAPE
-        figures: list[StepFigures] = []
-        for line in lines:
+        # The shapes of all the lines from one translate of their text, not one a line.
+        shapes = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_SHAPE) \
+            .split(b"\n")
+        if len(shapes) != len(lines):
+            return None  # (a line holding a newline: not one line)
+        first = shapes[0]
+        if first[:1] != b"[" and shapes.count(first) == len(shapes):
+            # One shape (a log's step lines, most batches): read a column at a time.
+            learnt = self._recipes.get(first)
+            if not learnt or learnt[2] is None:
+                return None
+            get, step, rank, samples, loss = learnt[2]
+            pieces = list(zip(*map(get, lines), strict=True))
+            empty = [None] * len(lines)
+            return list(zip(
+                empty if step < 0 else map(int, pieces[step]),
+                empty if rank < 0 else map(int, pieces[rank]),
+                empty if samples < 0 else map(float, pieces[samples]),
+                empty if loss < 0 else map(float, pieces[loss]), strict=True))
+        recipes, figures = self._recipes, []
+        for line, shape in zip(lines, shapes, strict=True):
             if line[:1] == "[" and strip_rank_prefix(line)[0] is not None:
                 return None  # its rank is its prefix's where its text prints none
-            learnt = recipes.get(line.encode("utf-8", "surrogatepass").translate(shape))
+            learnt = recipes.get(shape)
             if not learnt or learnt[2] is None:
                 return None
             get, step, rank, samples, loss = learnt[2]

@@ -16,7 +16,7 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor.logfollow import POLL_S, LogFollower
+from neurotui.supervisor.logfollow import POLL_S, LogFollower, _Followed, _write_rate
 
 # NxD Training's bar, as its docs print it (../shared/fixtures/telemetry/
 # trainlog_nxdt_llama3-70B_progressbar_docs.txt), one position per global step.
@@ -331,6 +331,20 @@ def test_busy_logs_are_read_in_batches_as_long_as_they_rarely_share_a_read(tmp_p
     assert timing["shared_stamp_lines"] == follower.shared_lines
     assert f"{follower.shared_lines} lines came in one read with a later line" in timing["note"]
     writer.close()
+
+
+def test_a_batch_is_timed_by_how_far_apart_the_busiest_logs_writes_are() -> None:
+    """A log's count of changes over the second is off by up to one (a log of 10 lines a
+    second shows 11 in 1.05 s, and the busiest of 32 mostly does): by the span of the writes
+    its looks saw it is 10. A burst (two writes milliseconds apart) is no faster than its
+    count, and without the writes' times (seen by the kernel's word) the count is all."""
+    log = _Followed(Path("stdout.log"), "logs/stdout.log", 0)
+    log.changes, log.first_write_ns, log.last_write_ns = 11, 5 * 10**9, 6 * 10**9
+    assert _write_rate(log, 1.05) == pytest.approx(10.0)
+    log.changes, log.last_write_ns = 2, 5 * 10**9 + 3_000_000
+    assert _write_rate(log, 1.0) == 2.0
+    log.changes, log.first_write_ns, log.last_write_ns = 5, 0, 0
+    assert _write_rate(log, 1.25) == 4.0
 
 
 def test_a_line_read_after_busy_looks_carries_the_first_look_that_saw_it_whole(

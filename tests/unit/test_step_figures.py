@@ -4,6 +4,7 @@ _record_step), on every capture and on logs followed both ways."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -15,6 +16,7 @@ from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.stallwatch import StallWatch
 from tests.unit.test_steplog_public_logs import _capture_lines
 
 RUNNER = "neurotui-runner step={n} rank={rank} samples=16 loss={loss}"
@@ -95,7 +97,9 @@ def test_a_line_with_a_rank_prefix_goes_the_long_way_and_one_in_brackets_does_no
     assert records[0].step == 10  # type: ignore[union-attr]
 
 
-def _new_session(root: Path, ranks: int) -> tuple[Path, EventWriter, LogFollower, list[Path]]:
+def _new_session(root: Path, ranks: int, *, watch: bool = False, stderr: bool = False,
+                 ) -> tuple[Path, EventWriter, LogFollower, list[Path]]:
+    """A session of `ranks` ranks' stdout logs (and, `stderr`, rank 0's stderr log last)."""
     session = root / "s"
     (session / "logs").mkdir(parents=True)
     write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
@@ -106,9 +110,12 @@ def _new_session(root: Path, ranks: int) -> tuple[Path, EventWriter, LogFollower
         folder.mkdir(parents=True)
         logs.append(folder / "stdout.log")
         logs[-1].write_text("")
+    if stderr:
+        logs.append(logs[0].with_name("stderr.log"))
+        logs[-1].write_text("")
     writer = EventWriter(session / layout.EVENTS)
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False,
-                           watch=False)
+                           watch=watch)
     return session, writer, follower, logs
 
 
@@ -146,13 +153,22 @@ def _rounds(ranks: int) -> list[list[str]]:
 
 
 def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.MonkeyPatch, *,
-            short_way: bool) -> tuple[str, int, int]:
+            short_way: bool, looked: bool = False, stderr: bool = False,
+            ) -> tuple[str, int, int, dict]:
     """The rounds written to the ranks' logs and polled once each, by a follower that
     resumed a job whose steps of rank 0 up to 25 were recorded (the third round's lines, of
     shapes learnt by then); the session's step records,
     how many batches went the short way, and how many of those held a figure the writer's
-    encoder writes (an infinite loss, a step past 64 bits)."""
-    session, writer, follower, logs = _new_session(root, len(rounds[0]))
+    encoder writes (an infinite loss, a step past 64 bits); and what the stall watch was
+    told of each rank's steps. `looked`: the kernel says which
+    logs changed (inotify) and the poll takes what its looks saw, all logs' lines together
+    (take_read); else each log is read at the poll. `stderr`: the rounds' last lists are
+    rank 0's stderr log's."""
+    session, writer, follower, logs = _new_session(root, len(rounds[0]) - stderr,
+                                                   watch=looked, stderr=stderr)
+    follower.stalls = StallWatch(session)
+    if looked:
+        assert follower.fileno() is not None, "no inotify here"
     follower.resume({}, {0: 25})
     taken, odd = [0], [0]
     figures_of = StepLineParser.parse_figures_many
@@ -168,24 +184,58 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
         for log, lines in zip(logs, per_rank, strict=True):
             with open(log, "a") as f:
                 f.write("".join(f"{line}\n" for line in lines))
+        if looked:
+            follower.on_change(1000.0 + k)
         follower.poll(1000.0 + k)
     follower.poll(2000.0, final=True)
     writer.close()
     steps = [line for line in (session / layout.EVENTS).read_text().splitlines()
              if '"kind":"step"' in line.replace(" ", "")]
-    return "\n".join(steps), taken[0], odd[0]
+    told = {key: (track.last_t, track.last_step, list(track.times), track.past_warmup)
+            for key, track in follower.stalls._tracks.items()}
+    return "\n".join(steps), taken[0], odd[0], told
 
 
 def test_a_followed_log_records_the_same_steps_either_way(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rounds = _rounds(ranks=3)
-    short, taken, odd = _follow(tmp_path / "short", rounds, monkeypatch, short_way=True)
-    long, none_taken, _ = _follow(tmp_path / "long", rounds, monkeypatch, short_way=False)
+    short, taken, odd, told = _follow(tmp_path / "short", rounds, monkeypatch, short_way=True)
+    long, none_taken, _, told_long = _follow(tmp_path / "long", rounds, monkeypatch,
+                                             short_way=False)
     assert none_taken == 0
     assert taken >= 60  # most batches went the short way (the first lines teach the shapes)
     assert odd >= 2  # and some of them with an infinite loss and a step past 64 bits
-    assert short == long
+    assert short == long and told == told_long
     assert short.count("\n") > 800
     assert '"loss": Infinity' in short and '"loss": NaN' in short
     assert '"step": 98765432109876543237' in short
     assert '"samples_from":"throughput"' in short
+
+
+def _by_rank(steps: str) -> dict[int, list[str]]:
+    """Each rank's step records, in the order written."""
+    ranks: dict[int, list[str]] = {}
+    for line in steps.splitlines():
+        ranks.setdefault(json.loads(line)["rank"], []).append(line)
+    return ranks
+
+
+def test_logs_taken_together_record_what_each_read_alone_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll takes what looks saw of every log in one go (take_read): the short way's step
+    lines of all logs recorded together, and the lines of a log that go the long way (a step
+    written by the writer's encoder, a rate, a line that is no step) after those read before
+    it. Rank 0's stderr log, read before its stdout log, prints the stdout's last step
+    first: one step only where the two logs' lines are taken in the order read. Each rank's
+    records are those of each log read alone, the long way."""
+    rounds = _rounds(ranks=4)
+    for k, per_rank in enumerate(rounds):
+        per_rank.append([PLAIN.format(n=10 * k + 7, loss="0.5")])
+    together, taken, odd, told = _follow(tmp_path / "together", rounds, monkeypatch,
+                                         short_way=True, looked=True, stderr=True)
+    alone, _, _, told_alone = _follow(tmp_path / "alone", rounds, monkeypatch,
+                                      short_way=False, stderr=True)
+    assert taken >= 80 and odd >= 2
+    assert _by_rank(together) == _by_rank(alone)
+    assert told == told_alone and {rank for rank, _ in told} == {0, 1, 2, 3}
+    assert together.count("\n") > 1000
