@@ -250,6 +250,39 @@ def test_polled_logs_are_looked_for_again_only_when_their_folders_change(
     assert sorted(zip(steps["rank"], steps["step"], strict=True)) == [(0, 1), (1, 1), (1, 2)]
 
 
+def test_a_rank_folder_with_both_its_logs_followed_is_not_looked_at_again(
+        tmp_path: Path) -> None:
+    """Without inotify, a torchrun rank's folder holding both its logs (stdout and stderr,
+    all torchrun writes there) gets no log more: its time is not read at polls. A rank's
+    folder holding one of them is, and its other log is found once written."""
+    from neurotui.supervisor.logfollow import REDISCOVER_S
+
+    session, writer, follower = new_follower(tmp_path)
+    attempt = session / layout.TORCHRUN_LOG_DIR / "run" / "attempt_0"
+    for rank, names in ((0, ("stdout", "stderr")), (1, ("stdout",))):
+        (attempt / str(rank)).mkdir(parents=True)
+        for name in names:
+            (attempt / str(rank) / f"{name}.log").write_text(f"step 1 loss 2.{rank}\n")
+    settled = time.time() - 60
+    for folder in (session / "logs", session / layout.TORCHRUN_LOG_DIR, attempt.parent,
+                   attempt, attempt / "0", attempt / "1"):
+        os.utime(folder, (settled, settled))
+    now = time.time()
+    follower.poll(now)
+    assert len(follower._files) == 4  # the launcher's log and the ranks' three
+    follower.poll(now + REDISCOVER_S)  # a look through them all: the times taken again
+    times = follower._folder_times
+    assert times is not None and attempt / "1" in times and attempt / "0" not in times
+    assert attempt in times  # (a new rank's folder would appear there)
+    (attempt / "1" / "stderr.log").write_text("step 2 loss 2.2\n")
+    follower.poll(now + REDISCOVER_S + 1)
+    assert len(follower._files) == 5
+    follower.poll(now + REDISCOVER_S + 2, final=True)
+    writer.close()
+    steps = SessionReader(session, telemetry_history=None).load().steps()
+    assert sorted(zip(steps["rank"], steps["step"], strict=True)) == [(0, 1), (1, 1), (1, 2)]
+
+
 def test_a_log_that_cannot_be_opened_for_want_of_descriptors_is_said_and_read_later(
         tmp_path: Path) -> None:
     """Where every descriptor the limit allows is taken (a huge job past the hard limit),
