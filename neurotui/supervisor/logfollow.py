@@ -406,9 +406,9 @@ def _write_rate(followed: _Followed, elapsed: float) -> float:
     came 10% shorter than they need be, a wakeup more a second."""
     changes = followed.changes
     rate = changes / elapsed
-    span_ns = followed.last_write_ns - followed.first_write_ns
-    if changes >= 2 and span_ns > 0:
-        rate = min(rate, (changes - 1) * 1e9 / span_ns)
+    first, last = followed.first_write_ns, followed.last_write_ns
+    if changes >= 2 and last > first and last % 1_000_000_000:  # (not whole seconds: coarse)
+        rate = min(rate, (changes - 1) * 1e9 / (last - first))
     return rate
 
 

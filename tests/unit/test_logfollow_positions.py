@@ -337,14 +337,18 @@ def test_a_batch_is_timed_by_how_far_apart_the_busiest_logs_writes_are() -> None
     """A log's count of changes over the second is off by up to one (a log of 10 lines a
     second shows 11 in 1.05 s, and the busiest of 32 mostly does): by the span of the writes
     its looks saw it is 10. A burst (two writes milliseconds apart) is no faster than its
-    count, and without the writes' times (seen by the kernel's word) the count is all."""
+    count, and without the writes' times (seen by the kernel's word), or with times in whole
+    seconds, the count is all."""
     log = _Followed(Path("stdout.log"), "logs/stdout.log", 0)
-    log.changes, log.first_write_ns, log.last_write_ns = 11, 5 * 10**9, 6 * 10**9
+    at = 5 * 10**9 + 123_456_789  # (ns)
+    log.changes, log.first_write_ns, log.last_write_ns = 11, at, at + 10**9
     assert _write_rate(log, 1.05) == pytest.approx(10.0)
-    log.changes, log.last_write_ns = 2, 5 * 10**9 + 3_000_000
+    log.changes, log.last_write_ns = 2, at + 3_000_000
     assert _write_rate(log, 1.0) == 2.0
     log.changes, log.first_write_ns, log.last_write_ns = 5, 0, 0
     assert _write_rate(log, 1.25) == 4.0
+    log.changes, log.first_write_ns, log.last_write_ns = 10, 5 * 10**9, 6 * 10**9
+    assert _write_rate(log, 1.0) == 10.0  # whole seconds (a coarse file system): the count
 
 
 def test_a_line_read_after_busy_looks_carries_the_first_look_that_saw_it_whole(
