@@ -26,7 +26,10 @@ under a second: not cached (session/cache.py). Here, not there: the supervisor s
 cache keeper past it, and must not import numpy to know it."""
 
 # torchrun --log-dir layout: <dir>/<run_id>_<suffix>/attempt_<k>/<local_rank>/{stdout,stderr}.log
-_TORCHRUN_RANK_LOG = re.compile(r"attempt_(\d+)/(\d+)/(stdout|stderr)\.log$")
+TORCHRUN_RANK_LOG_NAMES = ("stdout.log", "stderr.log")
+"""The logs torchrun writes in each rank's folder, and all it writes there that is followed."""
+_TORCHRUN_RANK_LOG = re.compile(
+    rf"attempt_(\d+)/(\d+)/({'|'.join(map(re.escape, TORCHRUN_RANK_LOG_NAMES))})$")
 _PROBE_FILE = re.compile(r"^rank-(\d+)\.jsonl$")
 _AUTO_PROBE_FILE = re.compile(r"^auto-rank-(\d+)\.jsonl$")
 

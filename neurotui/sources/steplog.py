@@ -1704,6 +1704,8 @@ class _ShapeMemo:
         shape learnt to print the step, rank, samples and loss only, and has no rank prefix;
         None where one is not. (No shape is learnt of a line with a colour code, or over
         MAX_LINE_CHARS: parse_many reads those one by one.)"""
+        if not lines:
+            return []
         # The shapes of all the lines from one translate of their text, not one a line.
         shapes = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_SHAPE) \
             .split(b"\n")

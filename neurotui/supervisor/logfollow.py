@@ -384,6 +384,12 @@ class _Changes:
             self._inotify.close()
 
 
+def _whole_seconds(modified_ns: int) -> bool:
+    """Whether a file time is in whole seconds: a coarse file system's, not when the write
+    happened to the millisecond."""
+    return modified_ns % 1_000_000_000 == 0
+
+
 def _written_at(modified_ns: int, now: float, after: float) -> float:
     """The stamp of the lines a look or read at `now` found: when their log's last write
     happened (its modification time, from the fstat that gave the size), not when the look
@@ -392,7 +398,7 @@ def _written_at(modified_ns: int, now: float, after: float) -> float:
     true times of writes, so that averages exact steps. `now` where the time cannot be that:
     later than now, or before `after` (the look that found the log's previous lines: the
     file system's clock is not ours), or not that fine (whole seconds: coarse times)."""
-    if modified_ns % 1_000_000_000 == 0:
+    if _whole_seconds(modified_ns):
         return now
     written = modified_ns / 1e9
     return written if after - MTIME_SLACK_S <= written <= now else now
@@ -407,7 +413,7 @@ def _write_rate(followed: _Followed, elapsed: float) -> float:
     changes = followed.changes
     rate = changes / elapsed
     first, last = followed.first_write_ns, followed.last_write_ns
-    if changes >= 2 and last > first and last % 1_000_000_000:  # (not whole seconds: coarse)
+    if changes >= 2 and last > first and not _whole_seconds(last):
         rate = min(rate, (changes - 1) * 1e9 / (last - first))
     return rate
 
@@ -584,8 +590,7 @@ class LogFollower:
         log, a new folder or log then, is not read here: on_change does when it is."""
         if self._changes is None:
             return
-        if now - self._counting_since >= 1.0:  # (a call fewer in most of these wakeups)
-            self._count_changes(now)
+        self._count_changes(now)
         if self._busy:
             self._look(now)
 
@@ -934,8 +939,9 @@ class LogFollower:
         """torchrun's rank folders whose two logs, stdout and stderr, are both followed: the
         only logs torchrun writes there."""
         files = self._files
+        stdout, stderr = layout.TORCHRUN_RANK_LOG_NAMES
         return {path.parent for path in files
-                if path.name == "stderr.log" and path.with_name("stdout.log") in files}
+                if path.name == stderr and path.with_name(stdout) in files}
 
     def _folders_changed(self, now: float) -> bool:
         """Without folder watches: whether a folder logs may appear in changed since the

@@ -71,6 +71,7 @@ def test_a_batch_with_one_other_line_goes_the_long_way(odd: str) -> None:
     parser.parse_values_many([odd, odd])  # seen twice: its shape learnt, where it can be
     assert parser.parse_figures_many(learn) is not None
     assert parser.parse_figures_many([*learn, odd]) is None
+    assert parser.parse_figures_many([]) == []  # (nothing to read is no odd line)
 
 
 def test_a_parser_of_the_users_own_patterns_goes_the_long_way() -> None:
