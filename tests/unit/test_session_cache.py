@@ -108,6 +108,24 @@ def test_the_first_load_writes_the_cache_and_the_next_restores_it(tmp_path: Path
     assert [e["procs"][0]["cpu"] for e in again.events["procs"]] == [0, 1, 2, 3, 4]
 
 
+def test_restored_telemetry_msgspec_refuses_reads_as_json_reads_it(tmp_path: Path) -> None:
+    # The restore decodes each kept record by msgspec; NaN (Python's json writes it), a
+    # float beyond range and an int beyond 64 bits it refuses go to json, as a fresh read.
+    d = make_session(tmp_path)
+    with open(d / layout.EVENTS, "a") as f:
+        f.write(event(110, "host", cpu=[float("nan"), 1.0], mem_used=2**70, mem_total=9,
+                      load=None))
+        f.write('{"t": 111, "kind": "host", "cpu": [1e400], "mem_used": 1, "mem_total": 9}\n')
+    SessionReader(d).load()
+    again = SessionReader(d).load()
+    assert again.cache_state == "restored"
+    hosts = list(again.events["host"])
+    assert hosts[-2]["mem_used"] == 2**70 and np.isnan(hosts[-2]["cpu"][0])
+    assert hosts[-1]["cpu"] == [float("inf")]
+    fresh = SessionReader(d, use_cache=False).load()
+    assert repr(hosts) == repr(list(fresh.events["host"]))
+
+
 def test_the_first_poll_counts_what_the_cache_restored(tmp_path: Path) -> None:
     d = make_session(tmp_path)
     SessionReader(d).load()
