@@ -52,6 +52,19 @@ def test_a_gap_in_the_recording_is_a_missing_row_and_odd_values_are_missing() ->
     assert shown.cpus == 3 and math.isnan(shown.loads[0, 2]) and shown.loads[5, 2] == 7.0
 
 
+def test_a_sample_s_numbers_are_read_whole_and_anything_else_is_missing() -> None:
+    # Plain numbers go the whole-array way; a bool, NaN, infinity or an int past any float
+    # among them is not recorded (not 1, not 0, and no error), as one by one.
+    heat = CpuHeatHistory()
+    shown = heat.update([host(1.0, [12.5, 50, 100.0]),
+                         host(2.0, [True, float("nan"), float("inf")]),
+                         host(3.0, [10**400, 7, 8.0])])
+    assert shown is not None
+    np.testing.assert_array_equal(shown.loads[0], np.array([12.5, 50, 100], np.float32))
+    assert np.isnan(shown.loads[1]).all()
+    assert math.isnan(shown.loads[2, 0]) and list(shown.loads[2, 1:]) == [7.0, 8.0]
+
+
 def test_back_in_time_or_a_jump_past_the_window_starts_over() -> None:
     heat = CpuHeatHistory()
     heat.update([host(float(s), [10.0]) for s in range(100, 140)])
