@@ -98,32 +98,47 @@ class RunHistory:
         t = np.asarray(t, dtype=float)
         if not len(t):
             return
-        finite_t = t[np.isfinite(t)]
-        if not len(finite_t):
-            return
-        self._last_t = max(self._last_t, float(finite_t.max()))
+        # An attach takes in millions of rows: no mask (and no copy) where every row has
+        # its value, as nearly all do.
+        ok = np.isfinite(t)
+        every = bool(ok.all())
+        if not every:
+            if not ok.any():
+                return
+            t = t[ok]
+        self._last_t = max(self._last_t, float(t.max()))
         while self._index(self._last_t) >= self.max_buckets:
             self._widen()
-        ok = np.isfinite(t)
-        idx = np.clip(self._indices(t[ok]), 0, self.max_buckets - 1)
-        times = np.asarray(step_time, dtype=float)[ok]
+        idx = self._indices(t)
+        np.clip(idx, 0, self.max_buckets - 1, out=idx)
+        times = np.asarray(step_time, dtype=float)
+        counted = np.asarray(samples, dtype=float)
+        passed = None if past is None else np.asarray(past, dtype=bool)
+        if not every:
+            times, counted = times[ok], counted[ok]
+            passed = None if passed is None else passed[ok]
         known = np.isfinite(times)
+        all_known = bool(known.all())
+        known_idx = idx if all_known else idx[known]
+        known_times = times if all_known else times[known]
         # bincount, not np.add.at: an attach takes in millions of rows at once.
         n = self.max_buckets
-        self._time_sum += np.bincount(idx[known], times[known], minlength=n)
-        self._time_n += np.bincount(idx[known], minlength=n)
-        np.maximum.at(self._max, idx[known], times[known])
-        counted = np.nan_to_num(np.asarray(samples, dtype=float)[ok], nan=0.0)
+        self._time_sum += np.bincount(known_idx, known_times, minlength=n)
+        self._time_n += np.bincount(known_idx, minlength=n)
+        np.maximum.at(self._max, known_idx, known_times)
+        if not np.isfinite(counted).all():
+            counted = np.nan_to_num(counted, nan=0.0)
         self._samples += np.bincount(idx, counted, minlength=n)
-        if past is not None:
-            warm = known & ~np.asarray(past, dtype=bool)[ok]
-            np.add.at(self._warm_sum, idx[warm], times[warm])
-            np.add.at(self._warm_n, idx[warm], 1.0)
-            take = min(int(warm.sum()), WARMUP_KEPT - self._warm_kept)
-            if take > 0:
-                self._warm_t.append(t[ok][warm][:take].copy())
-                self._warm_time.append(times[warm][:take].copy())
-                self._warm_kept += take
+        if passed is not None:
+            warm = known & ~passed
+            if warm.any():
+                np.add.at(self._warm_sum, idx[warm], times[warm])
+                np.add.at(self._warm_n, idx[warm], 1.0)
+                take = min(int(warm.sum()), WARMUP_KEPT - self._warm_kept)
+                if take > 0:
+                    self._warm_t.append(t[warm][:take].copy())
+                    self._warm_time.append(times[warm][:take].copy())
+                    self._warm_kept += take
 
     def series(self, end: float, compiles: np.ndarray | None = None) -> HistorySeries:
         """Buckets from the start to `end` (now, or the run's end). The last bucket is rated
