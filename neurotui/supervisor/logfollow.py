@@ -727,26 +727,13 @@ class LogFollower:
         self.take_read()
         self._discover(now)
         self._place_new_logs()  # (a log found just now)
-        for followed in self._files.values():
-            # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
-            # the last one, after the job's exit, reads each to its end.
-            # A watched log is read as far as its looks saw (take_read, above); polled, all
-            # it gained.
-            if followed.placed:
-                followed.behind = self._read_placed(followed, now, final)
-                while followed.behind and final:
-                    followed.behind = self._read_placed(followed, now, final)
-            elif final or not followed.watched or followed.behind:
-                followed.behind = self._read(followed, now)
-                while followed.behind and final:
-                    followed.behind = self._read(followed, now)
-            if followed.copy is not None:
-                followed.copy.flush(now)  # before `_mark` says how far the copy goes
-            loss = followed.copy.take_loss(final) if followed.copy is not None else None
-            if loss is not None:
-                lost, since, until, error = loss
-                self.writer.write("lost", t=now, what="log", file=followed.name, bytes=lost,
-                                  **{"from": since, "to": until}, error=error)
+        # The short way's step lines of the placed logs (the default torch path: every rank's
+        # stdout) wait here and are recorded together, one encoding a poll, as take_read's.
+        figures: list[_LogFigures] = []
+        try:
+            self._read_logs(now, final, figures)
+        finally:  # (what was read before a failure is recorded all the same)
+            self._record_figures(figures)
         self.take_read()  # (a busy log read here, or to its end at the job's exit)
         if self._held:
             self._release_held(now, final)
@@ -757,6 +744,31 @@ class LogFollower:
         if not self._told_no_steps and self._first_line_at is not None and \
                 now - self._first_line_at >= NO_STEP_AFTER_S:
             self._tell_if_no_steps(now)
+
+    def _read_logs(self, now: float, final: bool, figures: list[_LogFigures]) -> None:
+        """A poll's read of each log; the short way's lines of placed logs wait in
+        `figures`, recorded before anything else is."""
+        for followed in self._files.values():
+            # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
+            # the last one, after the job's exit, reads each to its end.
+            # A watched log is read as far as its looks saw (take_read, above); polled, all
+            # it gained.
+            if followed.placed:
+                followed.behind = self._read_placed(followed, now, final, figures)
+                while followed.behind and final:
+                    followed.behind = self._read_placed(followed, now, final, figures)
+            elif final or not followed.watched or followed.behind:
+                self._record_figures(figures)  # those read before it first, in the order read
+                followed.behind = self._read(followed, now)
+                while followed.behind and final:
+                    followed.behind = self._read(followed, now)
+            if followed.copy is not None:
+                followed.copy.flush(now)  # before `_mark` says how far the copy goes
+            loss = followed.copy.take_loss(final) if followed.copy is not None else None
+            if loss is not None:
+                lost, since, until, error = loss
+                self.writer.write("lost", t=now, what="log", file=followed.name, bytes=lost,
+                                  **{"from": since, "to": until}, error=error)
 
     def _poll_probed_logs(self) -> None:
         """The logs of ranks that report their steps through probe.step() are read at polls
@@ -800,7 +812,8 @@ class LogFollower:
                 followed.looks = []
                 self._deferred = [f for f in self._deferred if f is not followed]
 
-    def _read_placed(self, followed: _Followed, now: float, final: bool) -> bool:
+    def _read_placed(self, followed: _Followed, now: float, final: bool,
+                     figures: list[_LogFigures]) -> bool:
         """What a placed log gained (_place_new_logs): each complete line stamped with the
         time of the probe's last step before it was printed, once that step is sure: a later
         step is known, or the probe files were read PLACE_AFTER_S after the line was, or the
@@ -830,6 +843,7 @@ class LogFollower:
             if stamp is None:
                 stamp = _written_at(followed.modified_ns, now, followed.grew_at)
             followed.held.clear()
+            self._record_figures(figures)  # those read before it first, in the order read
             self._take_chunk(followed, chunk, stamp)
             return followed.offset - before >= _MAX_READ
         base = followed.offset - len(whole)  # where `whole` begins in the file
@@ -846,11 +860,12 @@ class LogFollower:
             # A line printed before the first step known: just before it.
             stamps = [min(now, first - 1e-6) if t is None else t for t in times[:take]]
             lines = whole[:start - base - 1].decode("utf-8", "replace").split("\n")
-            self._take_lines(followed, lines, stamps)
+            self._take_lines(followed, lines, stamps, figures)
             followed.held = [mark for mark in followed.held if mark[0] > start]
         offsets.forget_before(ident, start)  # (at every poll: a quiet stderr's steps too)
         followed.pending = whole[start - base:]
         if not followed.held and followed.pending.endswith(b"]"):
+            self._record_figures(figures)
             self._take_bar_positions(followed, now)
         return followed.offset - before >= _MAX_READ
 

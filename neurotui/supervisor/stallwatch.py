@@ -126,8 +126,14 @@ class StallWatch:
     def _steps_of_attempt(self, block: bytes, word: bytes) -> list[_ProbeStep]:
         """The step records of this attempt among the lines of `block` (whole lines of a
         probe file) that hold `word`."""
-        return [record for record in _decoded_steps([raw for raw in block.split(b"\n")
-                                                     if word in raw])
+        try:  # the usual block, step records only: decoded whole, not split and joined
+            records = _PROBE_STEP.decode_lines(block) \
+                if block.count(word) >= block.count(b"\n") else None
+        except msgspec.DecodeError:
+            records = None
+        if records is None:
+            records = _decoded_steps([raw for raw in block.split(b"\n") if word in raw])
+        return [record for record in records
                 if record.kind == "step" and record.attempt == self.attempt]
 
     def _note_offsets(self, records: list[_ProbeStep]) -> None:

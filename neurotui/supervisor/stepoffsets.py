@@ -40,6 +40,15 @@ class StepOffsets:
         """Steps in the order done: each done at its time when its file ended at its offset
         (None: not known). A step with nothing printed since the one before takes that one's
         place (a line there came after both): a quiet stderr keeps one."""
+        if wheres and wheres[0] is not None and len(times) == len(wheres) == \
+                wheres.count(wheres[0]):
+            # Nothing printed over all of them (a rank's quiet stderr, at every read of its
+            # probe file): the last step takes the place, as the loop below would have it.
+            dev, ino, offset = wheres[0]
+            steps = self._files.get((dev, ino))
+            if steps is not None and steps[0] and steps[0][-1] == offset:
+                steps[1][-1] = times[-1]
+                return
         # Hundreds a second (a 32-rank job's steps, for two files each): one loop, no calls.
         current: FileId | None = None
         offsets: list[int] = []

@@ -182,3 +182,49 @@ def test_an_adopting_supervisor_places_the_lines_since_the_old_ones_mark(
     poll(adopter, 1001.0, final=True)
     writer.close()
     assert log_steps(session) == [(100.0, 1.5), (100.2, 2.5), (100.3, 3.5)]
+
+
+def test_the_placed_logs_of_many_ranks_are_recorded_together_as_each_alone(
+        tmp_path: Path) -> None:
+    # A poll's short-way lines of every placed log wait and are written in one go; a line of
+    # the long way (a compile line) in one of them writes those before it first. Every
+    # rank's steps come out as they were printed, each with its step's time and its loss.
+    session = tmp_path / "s"
+    root = session / layout.TORCHRUN_LOG_DIR / "job_x" / "attempt_0"
+    (session / layout.PROBE_DIR).mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    logs = []
+    for rank in range(3):
+        (root / str(rank)).mkdir(parents=True)
+        (root / str(rank) / "stderr.log").write_bytes(b"")
+        logs.append(root / str(rank) / "stdout.log")
+        logs[-1].write_bytes(b"")
+    writer = EventWriter(session / layout.EVENTS)
+    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False,
+                           watch=False)
+    follower.stalls = StallWatch(session)
+    want = []
+    for second in range(3):
+        for step in range(1 + 4 * second, 5 + 4 * second):
+            for rank, log in enumerate(logs):
+                t = 100.0 + step + rank / 10
+                probe = session / layout.PROBE_DIR / f"auto-rank-{rank}.jsonl"
+                status = log.stat()
+                with open(probe, "a") as f:
+                    f.write(json.dumps({"t": t, "kind": "step", "rank": rank, "step": step,
+                                        "samples": 8, "loss": None, "dt": None,
+                                        "phases": None, "src": "auto", "attempt": 0,
+                                        "out": [status.st_dev, status.st_ino,
+                                                status.st_size]}) + "\n")
+                if rank == 1 and step == 6:
+                    printed(log, "..........Compiler status PASS\n")
+                printed(log, f"step {step} loss {step + rank / 100}\n")
+                want.append((t, rank, step, step + rank / 100))
+        poll(follower, 1000.0 + second)
+    poll(follower, 1010.0, final=True)
+    writer.flush()
+    records = [json.loads(line) for line in (session / layout.EVENTS).read_text().splitlines()]
+    got = sorted((r["t"], r["rank"], r["step"], r["loss"]) for r in records
+                 if r["kind"] == "step")
+    assert got == sorted(want)
+    assert [r["kind"] for r in records].count("compile") == 1
