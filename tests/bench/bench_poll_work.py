@@ -26,7 +26,7 @@ It leaves out what only the whole process shows: the wakeups themselves and the 
 side of a look (bench_log_follow measures those), and telemetry (bench_collectors).
 
     .venv/bin/python tests/bench/bench_poll_work.py [--cases placed,logs] [--ranks 32]
-        [--rate 10] [--seconds 5] [--lines runner]
+        [--rate 10] [--seconds 16] [--lines runner]
 """
 
 from __future__ import annotations
@@ -68,10 +68,11 @@ def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
     (session / layout.PROBE_DIR).mkdir(parents=True)
     write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
     outs, errs = [], []
+    stdout_name, stderr_name = layout.TORCHRUN_RANK_LOG_NAMES
     for rank in range(ranks):
         (root / str(rank)).mkdir(parents=True)
-        outs.append(os.open(root / str(rank) / "stdout.log", os.O_WRONLY | os.O_CREAT, 0o644))
-        errs.append(os.open(root / str(rank) / "stderr.log", os.O_WRONLY | os.O_CREAT, 0o644))
+        outs.append(os.open(root / str(rank) / stdout_name, os.O_WRONLY | os.O_CREAT, 0o644))
+        errs.append(os.open(root / str(rank) / stderr_name, os.O_WRONLY | os.O_CREAT, 0o644))
     probes = [os.open(session / layout.PROBE_DIR / f"auto-rank-{rank}.jsonl",
                       os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
               for rank in range(ranks)] if case == "placed" else []
@@ -81,11 +82,10 @@ def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
     # Every folder settled, as a few seconds into a run: a folder changed in the last seconds
     # is listed again at each look (layout.SETTLED_DIR_S), by the wall's clock.
     settled = time.time() - 60
-    for folder in (session / layout.PROBE_DIR, *root.parents, *root.rglob("*")):
-        if folder.is_dir() and session in (folder, *folder.parents):
+    for folder in (session, *session.rglob("*")):
+        if folder.is_dir():
             os.utime(folder, (settled, settled))
-    t0 = T0
-    made = _made(case, ranks, per_tick, total_ticks, line, outs, errs, t0)
+    made = _made(case, ranks, per_tick, total_ticks, line, outs, errs)
     writer = EventWriter(session / layout.EVENTS)
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False)
     changes = follower.fileno()
@@ -103,7 +103,7 @@ def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
             os.write(outs[rank], logs[rank])
         # The job's clock, not the wall's: nothing waits, and what depends on time (batches,
         # marks, when a placed line is sure) comes at the same ticks in every run.
-        now = t0 + (tick + 1) * TICK_S
+        now = T0 + (tick + 1) * TICK_S
         if following:
             # As the supervisor's wait: the batch's timer while busy, else the kernel's word
             # (inotify) if it has one.
@@ -132,7 +132,7 @@ def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
 
 
 def _made(case: str, ranks: int, per_tick: float, total_ticks: int, line: str,
-          outs: list[int], errs: list[int], t0: float) -> list[tuple[list[bytes], list[bytes]]]:
+          outs: list[int], errs: list[int]) -> list[tuple[list[bytes], list[bytes]]]:
     """Each tick's output: every rank's log bytes and (placed) its probe's step records,
     each saying where the rank's stdout and stderr stood when its step was done."""
     out_ids = [os.fstat(fd)[1:3] for fd in outs]  # (inode, device)
@@ -147,7 +147,7 @@ def _made(case: str, ranks: int, per_tick: float, total_ticks: int, line: str,
         for _ in range(due):
             step += 1
             for rank in range(ranks):
-                t = t0 + (tick + 0.5) * TICK_S + rank * 1e-4
+                t = T0 + (tick + 0.5) * TICK_S + rank * 1e-4
                 if case == "placed":  # (as the probe writes them: neurotui_autoprobe)
                     (ino, dev), (err_ino, err_dev) = out_ids[rank], err_ids[rank]
                     records[rank].append(
@@ -172,13 +172,12 @@ def _check(session: Path, case: str, ranks: int, steps: int) -> None:
         raise SystemExit(f"{case}: only {recorded} of {ranks * steps} step lines recorded")
 
 
-def instructions(args: list[str]) -> int | None:
-    """This script's run with `args` under callgrind: instructions in all (None: no
-    valgrind)."""
+def instructions(command: list[str]) -> int | None:
+    """`command` run under callgrind: its instructions in all (None: no valgrind)."""
     if shutil.which("valgrind") is None:
         return None
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                           sys.executable, __file__, "--child", *args],
+                           *command],
                           capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONHASHSEED": "0"})  # (str hashes: the same)
     found = re.search(r"Collected : (\d+)", done.stderr)
@@ -193,9 +192,7 @@ def measured(case: str, args: argparse.Namespace, line: str) -> str:
     counts = {}
     for follow in (True, False):
         for seconds in (WARM_S, WARM_S + args.seconds):
-            run = [*common, "--cases", case, "--seconds", str(seconds),
-                   *([] if follow else ["--no-follow"])]
-            counts[(follow, seconds)] = instructions(run)
+            counts[(follow, seconds)] = instructions(child(case, common, seconds, follow))
     if None not in counts.values():
         def per_s(follow: bool) -> float:
             extra = counts[(follow, WARM_S + args.seconds)] - counts[(follow, WARM_S)]
@@ -205,17 +202,22 @@ def measured(case: str, args: argparse.Namespace, line: str) -> str:
         return (f"{case}: {args.ranks} ranks x {args.rate:g} {args.lines} lines/s: "
                 f"{work / 1e6:.2f} M instructions a second ({work / lines_s:,.0f} a line; "
                 f"writing the job's output alone: {per_s(False) / 1e6:.2f} M)")
-    cpu = follow_in_child(case, common, args.seconds, True) - \
-        follow_in_child(case, common, args.seconds, False)
+    cpu = cpu_of(child(case, common, args.seconds, True)) - \
+        cpu_of(child(case, common, args.seconds, False))
     return (f"{case}: {args.ranks} ranks x {args.rate:g} {args.lines} lines/s: "
             f"{cpu / args.seconds * 1e3:.2f} ms of CPU a second, {cpu / args.seconds:.3%} of "
             "a core (no valgrind: CPU time, noisy)")
 
 
-def follow_in_child(case: str, common: list[str], seconds: int, follow: bool) -> float:
-    out = subprocess.run([sys.executable, __file__, "--child", "--cases", case, *common,
-                          "--seconds", str(seconds), *([] if follow else ["--no-follow"])],
-                         capture_output=True, text=True, check=True).stdout
+def child(case: str, common: list[str], seconds: int, follow: bool) -> list[str]:
+    """The command of one measured run of this script (follow(), in a process of its own)."""
+    return [sys.executable, __file__, "--child", "--cases", case, *common, "--seconds",
+            str(seconds), *([] if follow else ["--no-follow"])]
+
+
+def cpu_of(command: list[str]) -> float:
+    """The CPU seconds a child run says it spent on its counted seconds."""
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return float(out.split()[-1])
 
 
