@@ -194,10 +194,11 @@ def test_the_placed_logs_of_many_ranks_are_recorded_together_as_each_alone(
     (session / layout.PROBE_DIR).mkdir(parents=True)
     write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
     logs = []
+    stdout_name, stderr_name = layout.TORCHRUN_RANK_LOG_NAMES
     for rank in range(3):
         (root / str(rank)).mkdir(parents=True)
-        (root / str(rank) / "stderr.log").write_bytes(b"")
-        logs.append(root / str(rank) / "stdout.log")
+        (root / str(rank) / stderr_name).write_bytes(b"")
+        logs.append(root / str(rank) / stdout_name)
         logs[-1].write_bytes(b"")
     writer = EventWriter(session / layout.EVENTS)
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False,
