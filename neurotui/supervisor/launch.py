@@ -49,10 +49,14 @@ def job_argv(user_argv: list[str], logs_root: Path, *, shell: bool = False,
     flags = {a.split("=", 1)[0] for a in argv[at:]}
     added: list[str] = []
     if not flags & set(_USER_LOG_FLAGS):
-        # torchrun writes each rank's stdout/stderr to its own files (no interleaving) and,
-        # with --tee, also to its console, which the supervisor saves as launcher.log.
+        # torchrun writes each rank's stdout/stderr to its own files (no interleaving), which
+        # the supervisor follows; its console (launcher.log) keeps torchrun's own messages.
+        # Not --tee: torchrun then tails every rank log in a thread of its own that polls the
+        # file ten times a second (64 threads and 3.5% of a core at 32 ranks x 10 lines/s on
+        # the dev VM, against 0.3% without: tests/bench/bench_log_follow.py), taken from the
+        # training for a second copy of what the rank logs hold.
         log_dir = logs_root / layout.TORCHRUN_LOG_NAME
-        added += ["--log-dir", str(log_dir), "--redirects", "3", "--tee", "3"]
+        added += ["--log-dir", str(log_dir), "--redirects", "3"]
     if not flags & set(_USER_RENDEZVOUS_FLAGS) and \
             not any(name in os.environ for name in _USER_RENDEZVOUS_ENV):
         # torchrun's default port is 29500 for every job: a second run on the same machine

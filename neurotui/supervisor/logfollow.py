@@ -529,7 +529,7 @@ class LogFollower:
                             "their log's modification time (when its last line was written)"
                             + placed}
         polled = "" if self.parse_launcher else (
-            "; the launcher's console, which repeats the ranks' logs, is read at polls")
+            "; the launcher's console (torchrun's own messages) is read at polls")
         polled += placed
         if self._polled_probe_logs:
             polled += (f"; the {self._polled_probe_logs} logs of ranks that report their steps "
@@ -988,8 +988,9 @@ class LogFollower:
         if self._changes is None:
             return followed
         if rank is None and not self.parse_launcher:
-            # torchrun's console repeats the ranks' logs, which are parsed instead: no line of
-            # it needs its time, and watched it would wake the supervisor twice a line.
+            # torchrun's console: its own messages (and the ranks' lines again, where the user
+            # asked for --tee), while the ranks' logs are parsed: no line of it needs its time,
+            # and watched it would wake the supervisor twice a line.
             return followed
         if rank in self._probed_ranks:
             self._polled_probe_logs += 1  # read at polls (_poll_probed_logs)
@@ -1222,7 +1223,7 @@ class LogFollower:
         if self._first_line_at is None:
             self._first_line_at = stamps[0]
         if followed.rank is None:
-            return  # torchrun's console repeats the rank files, which are parsed instead
+            return  # torchrun's console: the rank files are parsed instead
         # A placed log's rank is timed by the probe's steps, which the stall watch has: it
         # prefers them to log lines, so it is not told of each line as well.
         watched = not followed.placed
@@ -1273,7 +1274,7 @@ class LogFollower:
             if self._first_line_at is None:
                 self._first_line_at = now
         if not parse or (followed.rank is None and not self.parse_launcher):
-            return  # torchrun's console repeats the rank files, which are parsed instead
+            return  # torchrun's console: the rank files are parsed instead
         record = self.parser.parse_values(line)
         if isinstance(record, StepValues):
             self._record_step(record, rank, now)

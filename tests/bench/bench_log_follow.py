@@ -169,6 +169,17 @@ def run_time_s(pid: int) -> float | None:
         return None
 
 
+def threads_run_time_s(pid: int) -> float:
+    """As run_time_s, summed over all the process's threads (torchrun's tail threads)."""
+    total = 0.0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended
+    return total
+
+
 def served_keeper(session: Path, asks: int = 0, gap_s: float = 1.0) -> dict[str, float]:
     """A keeper served as the supervisor serves it (`--serve`): started, its first run, then
     `asks` more runs asked `gap_s` apart (long enough that none is folded into another),
@@ -263,11 +274,13 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         cpu0, t0 = supervisor.cpu_times(), time.time()
         json0 = layout.json_lines_bytes(session)
         run0 = run_time_s(supervisor.pid)
+        launcher0 = threads_run_time_s(meta["job_pid"])  # torchrun, or the plain parent
         switches0 = supervisor.num_ctx_switches().voluntary
         time.sleep(max(1.0, seconds - 3.0))
         cpu1, t1 = supervisor.cpu_times(), time.time()
         json1 = layout.json_lines_bytes(session)
         run1 = run_time_s(supervisor.pid)
+        launcher1 = threads_run_time_s(meta["job_pid"])
         wakeups = (supervisor.num_ctx_switches().voluntary - switches0) / (t1 - t0)
         rss = supervisor.memory_info().rss
         proc.wait(timeout=seconds + 120)
@@ -294,7 +307,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         with_loss = float(auto["loss"].notna().mean()) if len(auto) else float("nan")
         keeper = keeper_share(session, (json1 - json0) / (t1 - t0))
     return {**keeper, "cpu_share": share, "tick_share": tick_share, "wakeups_per_s": wakeups,
-            "rss_mb": rss / 1e6,
+            "rss_mb": rss / 1e6, "launcher_share": (launcher1 - launcher0) / (t1 - t0),
             "system_share": (cpu1.system - cpu0.system) / (t1 - t0),
             "found": len(late) / len(written),
             "late_median_ms": float(np.median(late) * 1000),
@@ -345,7 +358,7 @@ def main() -> int:
               f"{figures['tick_share']:.2%}, {figures['system_share']:.2%} in the kernel), "
               f"{figures['wakeups_per_s']:.1f} wakeups/s (an idle Python loop waking "
               f"as often: {anchor:.2%}; and with an fstat a line read: {floor:.2%}), "
-              f"{figures['rss_mb']:.0f} MB; "
+              f"{figures['rss_mb']:.0f} MB; the job's launcher {figures['launcher_share']:.2%}; "
               f"{figures['found']:.1%} of "
               f"lines recorded; stamped {figures['late_median_ms']:.2f} ms late (median), "
               f"{figures['late_p99_ms']:.1f} ms (p99), {figures['late_max_ms']:.1f} ms (max); "

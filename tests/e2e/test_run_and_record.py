@@ -45,6 +45,10 @@ def test_headless_cpu_run_records_both_ranks(sessions) -> None:
     exits = reader.events["proc_exit"]
     assert len(exits) == 1 and exits[0]["code"] == 0
     assert any("runner: done" in line for line in exits[0]["tail"]["0"])
+    # Each rank's lines are in its own log only: torchrun is not asked to copy them to its
+    # console (--tee polls every rank log from a thread of its own, launch.py).
+    assert any("runner: done" in log.read_text() for log in layout.rank_log_files(session)[0])
+    assert "runner: done" not in (session / layout.LAUNCHER_LOG).read_text()
     roles = {p["role"] for e in reader.events["procs"] for p in e["procs"]}
     assert {"launcher", "rank"} <= roles
     assert reader.events["host"][0]["mem_total"] > 0

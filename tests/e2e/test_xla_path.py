@@ -7,6 +7,7 @@ import importlib.util
 import pytest
 
 from neurotui import metrics
+from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from tests.e2e.conftest import only_session, run_cli, torchrun_vit
 
@@ -21,7 +22,9 @@ def test_xla_on_cpu_shows_compile_then_steady_steps(sessions) -> None:
     result = run_cli(sessions, "run", "--headless", "--interval", "2", "--", *argv,
                      env={"PJRT_DEVICE": "CPU"})
     assert result.returncode == 0, result.stderr + result.stdout
-    assert "device=xla" in (only_session(sessions) / "logs" / "launcher.log").read_text()
+    # Rank 0's own log (torchrun's console, launcher.log, holds torchrun's messages only).
+    rank0 = layout.rank_log_files(only_session(sessions))[0]
+    assert any("device=xla" in log.read_text() for log in rank0)
     steps = SessionReader(only_session(sessions)).load().steps()
     assert steps.groupby("rank")["step"].max().to_dict() == {0: steps_per_rank,
                                                              1: steps_per_rank}

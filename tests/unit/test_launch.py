@@ -9,7 +9,7 @@ import pytest
 from neurotui.supervisor.launch import _free_port, job_argv
 
 LOGS_ROOT = Path("/s/logs")
-LOGS = ["--log-dir", "/s/logs/torchrun", "--redirects", "3", "--tee", "3"]
+LOGS = ["--log-dir", "/s/logs/torchrun", "--redirects", "3"]  # no --tee (launch.py)
 
 
 def argv(*user: str) -> list[str]:

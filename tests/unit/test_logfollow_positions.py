@@ -176,9 +176,10 @@ def test_logs_of_ranks_reporting_through_the_probe_are_read_at_polls(tmp_path) -
 
 
 def test_torchruns_console_is_read_at_polls(tmp_path) -> None:
-    """Under torchrun the launcher's console repeats the ranks' logs (--tee), which are parsed
-    instead: it is not watched (it would wake the supervisor twice a line), only read at
-    polls, for the last lines a job printed."""
+    """Under torchrun the launcher's console holds torchrun's own messages (and, where the
+    user asked for --tee, the ranks' lines again: as here), while the ranks' logs are parsed:
+    it is not watched (it would wake the supervisor twice a line), only read at polls, for
+    the last lines a job printed."""
     session, writer, _ = new_follower(tmp_path)
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False)
     if follower.fileno() is None:
