@@ -25,8 +25,11 @@ the probe's files each second, and the ranks' logs at polls: each line is placed
 probe's step it was printed after (by offset), not stamped as it comes, and its loss goes onto
 that step's row (reported: the share of the probe's rows that carry their line's loss).
 
-Beside the supervisor, reported: its cache keeper's share (supervisor/cachekeeping.py), a
-child process that stays while the job writes and is asked for a run after every
+Beside the supervisor, reported: the job's launcher's CPU (all its threads: torchrun, or the
+plain parent), which neurotui's choice of torchrun flags decides (with --tee, a thread per
+rank log polling it ten times a second); and its cache keeper's share
+(supervisor/cachekeeping.py), a child process that stays while the job writes and is asked
+for a run after every
 KEEP_BEHIND_BYTES of JSON lines the session gains, to keep attach, replay and compare under a
 second. The case is too short to ask for one, so it is worked out from measurements: the
 session's JSON lines a second while the job wrote, and served keepers on the session at the
