@@ -32,11 +32,25 @@ def test_a_rank_is_stalled_after_ten_medians_and_ten_seconds(tmp_path: Path) -> 
     assert watch.stalled(last + 10.5) == {}
 
 
+def test_a_ranks_own_compile_restarts_its_clock_only(tmp_path: Path) -> None:
+    watch = StallWatch(tmp_path)
+    last = steps(watch, 0, "auto", 30, 0.5)
+    steps(watch, 1, "auto", 30, 0.5)
+    watch.compiled(1, last + 5.0)  # rank 1 compiles a new graph after its last step
+    assert set(watch.stalled(last + 12.0)) == {0}
+    got = watch.stalled(last + 15.5)
+    assert set(got) == {0, 1}
+    assert got[0][0] == 15.5 and got[1][0] == 10.5  # rank 1: silent since its compile
+
+
 def test_the_best_source_of_a_rank_is_judged(tmp_path: Path) -> None:
     watch = StallWatch(tmp_path)
     last = steps(watch, 0, "probe", 30, 0.2)
     steps(watch, 0, "log", 5, 0.2)  # a log that stopped long ago does not make a stall
     assert watch.stalled(last + 5) == {}
+    steps(watch, 1, "log", 30, 0.2)
+    steps(watch, 1, "auto", 5, 0.2)  # the automatic probe's steps win over the log's
+    assert set(watch.stalled(last + 6)) == {1}
 
 
 def test_probe_files_are_read_on_and_other_attempts_ignored(tmp_path: Path) -> None:
