@@ -173,14 +173,13 @@ def run_time_s(pid: int) -> float | None:
 
 
 def threads_run_time_s(pid: int) -> float:
-    """As run_time_s, summed over all the process's threads (torchrun's tail threads)."""
-    total = 0.0
-    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
-        try:
-            total += int(stat.read_text().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended
-    return total
+    """As run_time_s, summed over all the process's threads (torchrun's tail threads; each
+    thread's id is a /proc entry of its own). A thread that ended counts nothing."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    return sum(run_time_s(int(tid)) or 0.0 for tid in threads)
 
 
 def served_keeper(session: Path, asks: int = 0, gap_s: float = 1.0) -> dict[str, float]:

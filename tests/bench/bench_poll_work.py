@@ -172,11 +172,8 @@ def _check(session: Path, case: str, ranks: int, steps: int) -> None:
         raise SystemExit(f"{case}: only {recorded} of {ranks * steps} step lines recorded")
 
 
-def instructions(command: list[str]) -> tuple[int, str] | None:
-    """`command` run under callgrind: its instructions in all, and what it printed (None: no
-    valgrind)."""
-    if shutil.which("valgrind") is None:
-        return None
+def instructions(command: list[str]) -> tuple[int, str]:
+    """`command` run under callgrind: its instructions in all, and what it printed."""
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                            *command],
                           capture_output=True, text=True, check=True,
@@ -189,13 +186,13 @@ def instructions(command: list[str]) -> tuple[int, str] | None:
 
 def checked(case: str, args: argparse.Namespace, seconds: int, follow: bool,
             printed: str) -> float:
-    """A child run's CPU seconds, from what it printed; its session checked (a followed one:
-    every line recorded) and removed."""
+    """The CPU seconds of a child run of `seconds` (after WARM_S), from what it printed; its
+    session checked (a followed one: every line recorded) and removed."""
     fields = dict(line.split(" ", 1) for line in printed.splitlines() if " " in line)
     session = Path(fields["session"])
     try:
         if follow:
-            _check(session, case, args.ranks, round(args.rate * seconds))
+            _check(session, case, args.ranks, round(args.rate * (WARM_S + seconds)))
     finally:
         shutil.rmtree(session.parent, ignore_errors=True)
     return float(fields["cpu"])
@@ -204,27 +201,26 @@ def checked(case: str, args: argparse.Namespace, seconds: int, follow: bool,
 def measured(case: str, args: argparse.Namespace, line: str) -> str:
     common = ["--ranks", str(args.ranks), "--rate", str(args.rate), "--line", line]
     lines_s = args.ranks * args.rate
+    if shutil.which("valgrind") is None:
+        cpu = cpu_of(case, args, common, True) - cpu_of(case, args, common, False)
+        return (f"{case}: {args.ranks} ranks x {args.rate:g} {args.lines} lines/s: "
+                f"{cpu / args.seconds * 1e3:.2f} ms of CPU a second, "
+                f"{cpu / args.seconds:.3%} of a core (no valgrind: CPU time, noisy)")
     counts = {}
     for follow in (True, False):
         for seconds in (WARM_S, WARM_S + args.seconds):
-            counted = instructions(child(case, common, seconds, follow))
-            if counted is None:
-                break
-            counts[(follow, seconds)], printed = counted
-            checked(case, args, seconds + WARM_S, follow, printed)
-    if len(counts) == 4:
-        def per_s(follow: bool) -> float:
-            extra = counts[(follow, WARM_S + args.seconds)] - counts[(follow, WARM_S)]
-            return extra / args.seconds
+            counts[(follow, seconds)], printed = instructions(
+                child(case, common, seconds, follow))
+            checked(case, args, seconds, follow, printed)
 
-        work = per_s(True) - per_s(False)
-        return (f"{case}: {args.ranks} ranks x {args.rate:g} {args.lines} lines/s: "
-                f"{work / 1e6:.2f} M instructions a second ({work / lines_s:,.0f} a line; "
-                f"writing the job's output alone: {per_s(False) / 1e6:.2f} M)")
-    cpu = cpu_of(case, args, line, True) - cpu_of(case, args, line, False)
+    def per_s(follow: bool) -> float:
+        extra = counts[(follow, WARM_S + args.seconds)] - counts[(follow, WARM_S)]
+        return extra / args.seconds
+
+    work = per_s(True) - per_s(False)
     return (f"{case}: {args.ranks} ranks x {args.rate:g} {args.lines} lines/s: "
-            f"{cpu / args.seconds * 1e3:.2f} ms of CPU a second, {cpu / args.seconds:.3%} of "
-            "a core (no valgrind: CPU time, noisy)")
+            f"{work / 1e6:.2f} M instructions a second ({work / lines_s:,.0f} a line; "
+            f"writing the job's output alone: {per_s(False) / 1e6:.2f} M)")
 
 
 def child(case: str, common: list[str], seconds: int, follow: bool) -> list[str]:
@@ -233,12 +229,11 @@ def child(case: str, common: list[str], seconds: int, follow: bool) -> list[str]
             str(seconds), *([] if follow else ["--no-follow"])]
 
 
-def cpu_of(case: str, args: argparse.Namespace, line: str, follow: bool) -> float:
+def cpu_of(case: str, args: argparse.Namespace, common: list[str], follow: bool) -> float:
     """The CPU seconds a child run says it spent on its counted seconds."""
-    common = ["--ranks", str(args.ranks), "--rate", str(args.rate), "--line", line]
     out = subprocess.run(child(case, common, args.seconds, follow), capture_output=True,
                          text=True, check=True).stdout
-    return checked(case, args, WARM_S + args.seconds, follow, out)
+    return checked(case, args, args.seconds, follow, out)
 
 
 def main() -> None:

@@ -97,6 +97,7 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
         wakeups = 0
         first_step_at: float | None = None
         running: tuple[float, float, int] | None = None
+        last = (0.0, 0.0, 0)  # (run time, lifetime, wakeups) at the latest sample
         while True:
             try:
                 times = sup.cpu_times()
@@ -110,14 +111,15 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
             run = run_time_s(sup.pid)
             if run is None:
                 break
+            last = (run, lifetime, wakeups)
             if first_step_at is None and any(meta_path.parent.glob("probe/*.jsonl")):
                 first_step_at = lifetime
             if steady_from is None and lifetime >= STARTUP_S and first_step_at is not None \
                     and lifetime >= first_step_at + STEADY_AFTER_S:
-                steady_from = (run, lifetime, wakeups)
+                steady_from = last
             if steady_to is None and steady_from is not None:
                 if job.is_running():
-                    running = (run, lifetime, wakeups)
+                    running = last
                 else:  # the last sample while it ran: after it, the end-of-run summary
                     steady_to = running
             if proc.poll() is not None:
@@ -128,7 +130,7 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
         returned = time.time()
         launched, exited = job_times(meta_path.parent)
         job = exited - launched
-        steady_to = steady_to or running or steady_from
+        steady_to = steady_to or last
         steady_cpu, steady_s, steady_wakeups = (
             steady_to[0] - steady_from[0], steady_to[1] - steady_from[1],
             steady_to[2] - steady_from[2]) if steady_from else (math.nan, math.nan, math.nan)
