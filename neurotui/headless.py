@@ -20,6 +20,7 @@ from neurotui.live.neuron import errors_text, flops_percent
 from neurotui.live.nodes import NodesState
 from neurotui.session import layout
 from neurotui.session.jobreader import JobReader
+from neurotui.session.metawait import MetaWait
 from neurotui.session.reader import SessionReader
 from neurotui.session.timeline import TimelineView
 
@@ -95,57 +96,57 @@ def model_for(session_dir: Path) -> DashboardModel:
     return DashboardModel(reader, WallClock())
 
 
+NOTICE_S = 1.0
+"""How often the session is read for alerts and losses to print (they come as recorded)."""
+ALIVE_S = 5.0
+"""How often the follower asks whether the run goes on (that looks at its processes)."""
+
+
 def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.stdout,
            alive: Callable[[], bool] | None = None) -> dict | None:
     """Print a progress line every interval until the session ends, and each alert and loss
-    the session records as it comes; returns its exit record."""
-    next_print = 0.0
+    the session records as it comes; returns its exit record.
+
+    The session is read each NOTICE_S (the alerts; the model takes its steps in), but the
+    figures are worked out (the model's refresh) only for a line: at 32 ranks x 10 steps a
+    second, working them out each second was most of what following cost (1.3% of a core on
+    the dev VM, as much as the dashboard), for a line printed every five seconds."""
+    next_print = next_alive = 0.0
     printed: dict[str, int] = {}
-    while True:
-        state = model.refresh()
-        for line in new_notices(model.reader, printed):
-            print(line, file=out, flush=True)
-        now = time.time()
-        ended = model.reader.meta.get("exit")
-        if now >= next_print or ended is not None:
-            print(progress_line(state), file=out, flush=True)
-            if state.nodes is not None:
-                print(nodes_line(state.nodes), file=out, flush=True)
-            next_print = now + interval_s
-        if ended is None and alive is not None and not alive():
-            # The run may have ended between our read and this check (its last alerts, then
-            # its exit in meta.json): read again, and finish as below, those alerts too.
-            state = model.refresh()
-            ended = model.reader.meta.get("exit")
-            if ended is None:
-                return None
-            print(progress_line(state), file=out, flush=True)
-        if ended is not None:
-            if isinstance(model.reader, SessionReader):
-                model.reader.poll(final=True)  # a last line without its newline: cut
+    meta_changes = MetaWait(model.reader.dir / layout.META)
+    try:
+        while True:
+            model.take_in()
             for line in new_notices(model.reader, printed):
                 print(line, file=out, flush=True)
-            problems = model.reader.problems.summary()
-            if problems:
-                print(f"neurotui: {problems}", file=out, flush=True)
-            return ended
-        _sleep_until_meta_changes(model.reader.dir / layout.META, min(1.0, interval_s))
-
-
-_META_CHECK_S = 0.05
-
-
-def _sleep_until_meta_changes(meta: Path, seconds: float) -> None:
-    """Wait `seconds`, or less: until meta.json changes (the run's end is written there), so
-    that the command returns within a few hundredths of a second of the job's exit."""
-    def stamp() -> int | None:
-        try:
-            return meta.stat().st_mtime_ns
-        except OSError:
-            return None
-
-    before, deadline = stamp(), time.time() + seconds
-    while (left := deadline - time.time()) > 0:
-        time.sleep(min(_META_CHECK_S, left))
-        if stamp() != before:
-            return
+            ended = model.reader.meta.get("exit")
+            now = time.time()
+            if now >= next_print or ended is not None:
+                state = model.refresh()
+                print(progress_line(state), file=out, flush=True)
+                if state.nodes is not None:
+                    print(nodes_line(state.nodes), file=out, flush=True)
+                next_print = now + interval_s
+            if ended is None and alive is not None and now >= next_alive:
+                next_alive = now + ALIVE_S
+                if not alive():
+                    # The run may have ended between our read and this check (its last
+                    # alerts, then its exit in meta.json): read again, and finish as below,
+                    # those alerts too.
+                    state = model.refresh()
+                    ended = model.reader.meta.get("exit")
+                    if ended is None:
+                        return None
+                    print(progress_line(state), file=out, flush=True)
+            if ended is not None:
+                if isinstance(model.reader, SessionReader):
+                    model.reader.poll(final=True)  # a last line without its newline: cut
+                for line in new_notices(model.reader, printed):
+                    print(line, file=out, flush=True)
+                problems = model.reader.problems.summary()
+                if problems:
+                    print(f"neurotui: {problems}", file=out, flush=True)
+                return ended
+            meta_changes.wait(min(NOTICE_S, interval_s, max(0.0, next_print - time.time())))
+    finally:
+        meta_changes.close()

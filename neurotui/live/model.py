@@ -284,15 +284,19 @@ class DashboardModel:
         return StepState(_num(self.reader.meta.get("started_at")), self.recent)
 
     # -- refresh -------------------------------------------------------------------------
-    def refresh(self) -> DashboardState:
+    def take_in(self) -> None:
+        """Read what the session gained and take its steps in (as the budget allows): the
+        first part of refresh, alone for a follower that reads more often than it works the
+        figures out (headless: the alerts as they come, a line every few seconds). Taken in
+        a second at a time, a long run's steps come as the dashboard's do: in a budget's
+        small fetches, not one so big that the budget waits longer than a line's interval."""
         added = self.reader.poll()
-        now = self.clock.now()
         self.fetched_table = False
         self._unfetched |= added > 0
         # Rows read but not fetched are fetched when the budget allows even if nothing came
         # since (the last lines of a run that just ended), and at once when the run is over:
         # its figures must stand complete, not short of the steps deferred last.
-        over = metrics.run_is_over(self.reader.meta, now)
+        over = metrics.run_is_over(self.reader.meta, self.clock.now())
         if (self._unfetched or not self.steps.rows) and (over or self._steps_budget.due()):
             started = self._steps_budget.start()
             self._unfetched = False
@@ -300,7 +304,12 @@ class DashboardModel:
             self.fetched_table = self._take_new_steps() >= BIG_BATCH_ROWS
             self._steady_dirty |= self.steps.rows != before
             self._steps_budget.spent(started)
+
+    def refresh(self) -> DashboardState:
+        self.take_in()
+        now = self.clock.now()
         reader = self.reader
+        over = metrics.run_is_over(reader.meta, now)
         if self._steady_dirty and (over or (self._steady_budget.due()  # the end: complete
                                             and self._steady_grew())):
             started = self._steady_budget.start()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+import time
 from pathlib import Path
 
 from neurotui import headless
@@ -43,3 +45,75 @@ def test_alerts_recorded_as_the_run_ends_are_printed(tmp_path: Path) -> None:
     assert "neurotui: alert (error): no progress on rank(s) 0" in printed
     assert "neurotui: alert over: stalled (the job completed)" in printed
     assert printed.index("alert (error)") < printed.index("alert over")
+
+
+def test_a_line_is_worked_out_each_interval_and_alerts_come_as_recorded(
+        tmp_path: Path, monkeypatch) -> None:
+    """The follower reads the session each second (an alert recorded now is printed within
+    about a second), but works the figures out only for a line, every `interval_s`: doing
+    it each second made following a 32-rank run cost as much as the dashboard."""
+    rec = Recorder(tmp_path, "20260101-120000-quiet")
+    for k in range(1, 41):
+        rec.step(T0 + k * 0.1, 0, k, 0.1)
+    session = rec.close()
+    monkeypatch.setattr(headless, "NOTICE_S", 0.1)
+    refreshes: list[float] = []
+    model = headless.model_for(session)
+    real_refresh = model.refresh
+
+    def counted_refresh():
+        refreshes.append(time.monotonic())
+        return real_refresh()
+
+    monkeypatch.setattr(model, "refresh", counted_refresh)
+    started = time.monotonic()
+    asked: list[float] = []
+
+    def alive() -> bool:  # (the run ends by its exit in meta.json, below: at 2.5 s)
+        asked.append(time.monotonic())
+        return time.monotonic() - started < 10  # a follower that missed it ends all the same
+
+    def write_later() -> None:
+        time.sleep(0.35)
+        with open(session / layout.EVENTS, "a", encoding="utf-8") as events:
+            events.write(json.dumps({"t": T0 + 5, "kind": "alert", "key": "stalled",
+                                     "state": "start", "severity": "error",
+                                     "title": "no progress on rank(s) 0"}) + "\n")
+        alerted.append(time.monotonic())
+        time.sleep(2.15)
+        rec.update_meta(ended_at=T0 + 6, exit={"code": 0, "signal": None,
+                                               "reason": "completed", "attempts": 1})
+        exited.append(time.monotonic())
+
+    alerted: list[float] = []
+    exited: list[float] = []
+    out = _LineTimes()
+    writer = threading.Thread(target=write_later)
+    writer.start()
+    ended = headless.follow(model, interval_s=2.0, out=out, alive=alive)
+    writer.join()
+    assert ended is not None and ended["reason"] == "completed"
+    # Two lines' figures (at the start and 2 s in) and the end's: not one a read.
+    assert len(refreshes) == 3, refreshes
+    alert_printed = out.when("alert (error)")
+    assert alert_printed - alerted[0] < 0.5
+    # The end is seen when meta.json is replaced, not at the next read's time.
+    assert out.when("steps from") > exited[0] and time.monotonic() - exited[0] < 0.5
+    assert len(asked) == 1  # whether the run goes on: every ALIVE_S, not at each read
+
+
+class _LineTimes(io.StringIO):
+    """Output that notes when each line was written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[tuple[float, str]] = []
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.times.append((time.monotonic(), text))
+        return super().write(text)
+
+    def when(self, part: str) -> float:
+        """When the last line holding `part` was written."""
+        return [t for t, text in self.times if part in text][-1]
