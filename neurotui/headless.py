@@ -107,8 +107,8 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
     """Print a progress line every interval until the session ends, and each alert and loss
     the session records as it comes; returns its exit record.
 
-    The session is read each NOTICE_S (the alerts; the model takes its steps in), but the
-    figures are worked out (the model's refresh) only for a line: at 32 ranks x 10 steps a
+    The session is read each NOTICE_S (the alerts), but the steps are taken in and the
+    figures worked out (the model's refresh) only for a line: at 32 ranks x 10 steps a
     second, working them out each second was most of what following cost (1.3% of a core on
     the dev VM, as much as the dashboard), for a line printed every five seconds."""
     next_print = next_alive = 0.0
@@ -116,13 +116,13 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
     meta_changes = MetaWait(model.reader.dir / layout.META)
     try:
         while True:
-            model.take_in()
+            model.read()
             for line in new_notices(model.reader, printed):
                 print(line, file=out, flush=True)
             ended = model.reader.meta.get("exit")
             now = time.time()
             if now >= next_print or ended is not None:
-                state = model.refresh()
+                state = model.refresh(all_steps=True)
                 print(progress_line(state), file=out, flush=True)
                 if state.nodes is not None:
                     print(nodes_line(state.nodes), file=out, flush=True)
@@ -133,7 +133,7 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
                     # The run may have ended between our read and this check (its last
                     # alerts, then its exit in meta.json): read again, and finish as below,
                     # those alerts too.
-                    state = model.refresh()
+                    state = model.refresh(all_steps=True)
                     ended = model.reader.meta.get("exit")
                     if ended is None:
                         return None

@@ -284,12 +284,14 @@ class DashboardModel:
         return StepState(_num(self.reader.meta.get("started_at")), self.recent)
 
     # -- refresh -------------------------------------------------------------------------
-    def take_in(self) -> None:
-        """Read what the session gained and take its steps in (as the budget allows): the
-        first part of refresh, alone for a follower that reads more often than it works the
-        figures out (headless: the alerts as they come, a line every few seconds). Taken in
-        a second at a time, a long run's steps come as the dashboard's do: in a budget's
-        small fetches, not one so big that the budget waits longer than a line's interval."""
+    def read(self) -> None:
+        """Read what the session gained, its steps to be taken in at the next refresh: for a
+        follower that looks for alerts more often than it works the figures out."""
+        self._unfetched |= self.reader.poll() > 0
+
+    def _take_in(self, *, all_steps: bool = False) -> None:
+        """Read what the session gained and take its steps in, as the budget allows or, with
+        `all_steps`, all of them: the first part of refresh."""
         added = self.reader.poll()
         self.fetched_table = False
         self._unfetched |= added > 0
@@ -297,7 +299,8 @@ class DashboardModel:
         # since (the last lines of a run that just ended), and at once when the run is over:
         # its figures must stand complete, not short of the steps deferred last.
         over = metrics.run_is_over(self.reader.meta, self.clock.now())
-        if (self._unfetched or not self.steps.rows) and (over or self._steps_budget.due()):
+        if (self._unfetched or not self.steps.rows) and \
+                (over or all_steps or self._steps_budget.due()):
             started = self._steps_budget.start()
             self._unfetched = False
             before = self.steps.rows
@@ -305,8 +308,11 @@ class DashboardModel:
             self._steady_dirty |= self.steps.rows != before
             self._steps_budget.spent(started)
 
-    def refresh(self) -> DashboardState:
-        self.take_in()
+    def refresh(self, *, all_steps: bool = False) -> DashboardState:
+        """The figures now. `all_steps`: from every step the reader holds, not only those the
+        budget let in (a follower that works them out every few seconds, as headless does,
+        must not print figures a budget's wait old)."""
+        self._take_in(all_steps=all_steps)
         now = self.clock.now()
         reader = self.reader
         over = metrics.run_is_over(reader.meta, now)

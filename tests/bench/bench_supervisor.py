@@ -1,7 +1,8 @@
 """Supervision overhead on a real run.
 
 1. The supervisor's own CPU use while it records a real torchrun training (host and process
-   telemetry at 1 Hz, log following at 2 Hz), as a share of one core.
+   telemetry at 1 Hz, log following at 2 Hz), as a share of one core; beside it, the
+   command's own (`run --headless` follows the session and prints its progress lines).
 2. Training wall time under `neurotui run --headless` vs the same bare torchrun command, in
    alternating pairs; the median ratio is the slowdown (target: under 1%).
 3. neurotui's own fixed cost around the run (issue #12: at most 0.5 s): from the command's
@@ -62,10 +63,12 @@ def job_times(session: Path) -> tuple[float, float]:
     return start, end
 
 
-def supervised(steps: int) -> tuple[float, float, float, float, float, float, float, float]:
+def supervised(steps: int) -> tuple[float, float, float, float, float, float, float, float,
+                                     float]:
     """Returns (wall s, job s, supervisor CPU s in all, steady CPU s, steady seconds,
     command start to job launch s, job exit to command return s, steady wakeups a second:
-    the supervisor's voluntary context switches, each a sleep it woke from)."""
+    the supervisor's voluntary context switches, each a sleep it woke from; the command's
+    own steady CPU s: `run --headless` follows the session and prints its lines)."""
     from tests.bench.bench_log_follow import run_time_s
 
     with tempfile.TemporaryDirectory() as sessions:
@@ -92,12 +95,13 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
         cpu = 0.0
         born = sup.create_time()
         lifetime = 0.0
-        steady_from: tuple[float, float, int] | None = None
-        steady_to: tuple[float, float, int] | None = None
+        steady_from: tuple[float, float, int, float] | None = None
+        steady_to: tuple[float, float, int, float] | None = None
         wakeups = 0
         first_step_at: float | None = None
-        running: tuple[float, float, int] | None = None
-        last = (0.0, 0.0, 0)  # (run time, lifetime, wakeups) at the latest sample
+        running: tuple[float, float, int, float] | None = None
+        # (run time, lifetime, wakeups, the command's run time) at the latest sample
+        last = (0.0, 0.0, 0, 0.0)
         while True:
             try:
                 times = sup.cpu_times()
@@ -108,10 +112,10 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
                 break
             # The steady window's CPU by the scheduler's clock: psutil's times come in 10 ms
             # ticks, about the whole of a few seconds' steady cost (it read 0.00% or 0.15%).
-            run = run_time_s(sup.pid)
-            if run is None:
+            run, front = run_time_s(sup.pid), run_time_s(proc.pid)
+            if run is None or front is None:
                 break
-            last = (run, lifetime, wakeups)
+            last = (run, lifetime, wakeups, front)
             if first_step_at is None and any(meta_path.parent.glob("probe/*.jsonl")):
                 first_step_at = lifetime
             if steady_from is None and lifetime >= STARTUP_S and first_step_at is not None \
@@ -131,11 +135,12 @@ def supervised(steps: int) -> tuple[float, float, float, float, float, float, fl
         launched, exited = job_times(meta_path.parent)
         job = exited - launched
         steady_to = steady_to or last
-        steady_cpu, steady_s, steady_wakeups = (
+        steady_cpu, steady_s, steady_wakeups, front_cpu = (
             steady_to[0] - steady_from[0], steady_to[1] - steady_from[1],
-            steady_to[2] - steady_from[2]) if steady_from else (math.nan, math.nan, math.nan)
+            steady_to[2] - steady_from[2], steady_to[3] - steady_from[3]) \
+            if steady_from else (math.nan,) * 4
         return (wall, job, cpu, steady_cpu, steady_s, launched - began, returned - exited,
-                steady_wakeups / steady_s)
+                steady_wakeups / steady_s, front_cpu)
 
 
 def main() -> None:
@@ -145,9 +150,12 @@ def main() -> None:
     args = parser.parse_args()
     bare(20)  # warm the page cache: torch imports dominate a cold first run
     ratios, job_ratios, cpu_shares, to_launch, to_return, wakeups = [], [], [], [], [], []
+    front_shares = []
     for i in range(args.pairs):
         b = bare(args.steps)
-        s, job, cpu, steady_cpu, steady_s, launch_s, return_s, woke = supervised(args.steps)
+        s, job, cpu, steady_cpu, steady_s, launch_s, return_s, woke, front_cpu = \
+            supervised(args.steps)
+        front_shares.append(front_cpu / steady_s)
         wakeups.append(woke)
         to_launch.append(launch_s)
         to_return.append(return_s)
@@ -157,7 +165,8 @@ def main() -> None:
         print(f"pair {i + 1}: bare {b:6.2f} s | training under neurotui {job:6.2f} s "
               f"(ratio {job / b:.4f}) | whole command {s:6.2f} s (ratio {s / b:.4f}) | "
               f"supervisor {cpu:.2f} CPU-s in all, steady {100 * steady_cpu / steady_s:.2f}% "
-              f"of a core, {woke:.1f} wakeups/s | start to launch {launch_s:.2f} s, exit to "
+              f"of a core, {woke:.1f} wakeups/s | the command {100 * front_cpu / steady_s:.2f}% "
+              f"| start to launch {launch_s:.2f} s, exit to "
               f"return {return_s:.2f} s",
               flush=True)
     job_ratio, whole_ratio = statistics.median(job_ratios), statistics.median(ratios)
@@ -166,7 +175,9 @@ def main() -> None:
     print(f"median whole-command ratio (incl. neurotui's own start and stop): "
           f"{whole_ratio:.4f} ({100 * (whole_ratio - 1):+.2f}%)")
     print(f"median supervisor CPU while the job runs: {100 * statistics.median(cpu_shares):.2f}% "
-          f"of one core, {statistics.median(wakeups):.1f} wakeups a second")
+          f"of one core, {statistics.median(wakeups):.1f} wakeups a second; the command "
+          f"itself (`run --headless`, printing a line every 5 s) "
+          f"{100 * statistics.median(front_shares):.2f}%")
     print(f"neurotui's fixed cost (target at most 0.5 s each): command start to job launch "
           f"{statistics.median(to_launch):.2f} s, job exit to command return "
           f"{statistics.median(to_return):.2f} s (medians; range {min(to_launch):.2f}-"

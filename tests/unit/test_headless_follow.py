@@ -50,8 +50,9 @@ def test_alerts_recorded_as_the_run_ends_are_printed(tmp_path: Path) -> None:
 def test_a_line_is_worked_out_each_interval_and_alerts_come_as_recorded(
         tmp_path: Path, monkeypatch) -> None:
     """The follower reads the session each second (an alert recorded now is printed within
-    about a second), but works the figures out only for a line, every `interval_s`: doing
-    it each second made following a 32-rank run cost as much as the dashboard."""
+    about a second), but takes the steps in and works the figures out only for a line,
+    every `interval_s`: doing it each second made following a 32-rank run cost as much as
+    the dashboard."""
     rec = Recorder(tmp_path, "20260101-120000-quiet")
     for k in range(1, 41):
         rec.step(T0 + k * 0.1, 0, k, 0.1)
@@ -61,9 +62,9 @@ def test_a_line_is_worked_out_each_interval_and_alerts_come_as_recorded(
     model = headless.model_for(session)
     real_refresh = model.refresh
 
-    def counted_refresh():
+    def counted_refresh(**kwargs):
         refreshes.append(time.monotonic())
-        return real_refresh()
+        return real_refresh(**kwargs)
 
     monkeypatch.setattr(model, "refresh", counted_refresh)
     started = time.monotonic()
@@ -80,6 +81,8 @@ def test_a_line_is_worked_out_each_interval_and_alerts_come_as_recorded(
                                      "state": "start", "severity": "error",
                                      "title": "no progress on rank(s) 0"}) + "\n")
         alerted.append(time.monotonic())
+        for k in range(41, 61):  # read at a second's look, taken in at the next line's
+            rec.step(T0 + k * 0.1, 0, k, 0.1)
         time.sleep(2.15)
         rec.update_meta(ended_at=T0 + 6, exit={"code": 0, "signal": None,
                                                "reason": "completed", "attempts": 1})
@@ -100,6 +103,7 @@ def test_a_line_is_worked_out_each_interval_and_alerts_come_as_recorded(
     # The end is seen when meta.json is replaced, not at the next read's time.
     assert out.when("steps from") > exited[0] and time.monotonic() - exited[0] < 0.5
     assert len(asked) == 1  # whether the run goes on: every ALIVE_S, not at each read
+    assert "| step 60 |" in [text for _, text in out.times if "steps from" in text][-1]
 
 
 class _LineTimes(io.StringIO):
