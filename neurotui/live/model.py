@@ -289,16 +289,18 @@ class DashboardModel:
         follower that looks for alerts more often than it works the figures out."""
         self._unfetched |= self.reader.poll() > 0
 
-    def _take_in(self, *, all_steps: bool = False) -> None:
-        """Read what the session gained and take its steps in, as the budget allows or, with
-        `all_steps`, all of them: the first part of refresh."""
+    def refresh(self, *, all_steps: bool = False) -> DashboardState:
+        """The figures now. `all_steps`: from every step the reader holds, not only those the
+        budget let in (a follower that works them out every few seconds, as headless does,
+        must not print figures a budget's wait old)."""
         added = self.reader.poll()
+        now = self.clock.now()
         self.fetched_table = False
         self._unfetched |= added > 0
         # Rows read but not fetched are fetched when the budget allows even if nothing came
         # since (the last lines of a run that just ended), and at once when the run is over:
         # its figures must stand complete, not short of the steps deferred last.
-        over = metrics.run_is_over(self.reader.meta, self.clock.now())
+        over = metrics.run_is_over(self.reader.meta, now)
         if (self._unfetched or not self.steps.rows) and \
                 (over or all_steps or self._steps_budget.due()):
             started = self._steps_budget.start()
@@ -307,15 +309,7 @@ class DashboardModel:
             self.fetched_table = self._take_new_steps() >= BIG_BATCH_ROWS
             self._steady_dirty |= self.steps.rows != before
             self._steps_budget.spent(started)
-
-    def refresh(self, *, all_steps: bool = False) -> DashboardState:
-        """The figures now. `all_steps`: from every step the reader holds, not only those the
-        budget let in (a follower that works them out every few seconds, as headless does,
-        must not print figures a budget's wait old)."""
-        self._take_in(all_steps=all_steps)
-        now = self.clock.now()
         reader = self.reader
-        over = metrics.run_is_over(reader.meta, now)
         if self._steady_dirty and (over or (self._steady_budget.due()  # the end: complete
                                             and self._steady_grew())):
             started = self._steady_budget.start()
