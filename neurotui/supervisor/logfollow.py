@@ -613,13 +613,16 @@ class LogFollower:
         if now - self._counting_since >= 1.0:
             # Counted per log, not per wakeup: batched reads wake less often but see as many
             # logs changed, so busy logs stay batched.
-            counts = [followed.changes for followed in self._files.values()]
-            busy = sum(counts) > BUSY_CHANGES_PER_S
+            # Only logs seen changed count (a quiet one's rate is 0, its counts 0 already):
+            # the quiet half of torchrun's logs is not gone through twice a second.
+            changed = [followed for followed in self._files.values() if followed.changes]
+            busy = sum(followed.changes for followed in changed) > BUSY_CHANGES_PER_S
             if busy or self._busy:
-                self._retime(busy, now)
+                self._retime(busy, now)  # (which looks at the logs it watches again)
+                changed = [followed for followed in self._files.values() if followed.changes]
             self._batched |= self._busy
             elapsed = now - self._counting_since
-            per_s = max((_write_rate(f, elapsed) for f in self._files.values()), default=0.0)
+            per_s = max((_write_rate(f, elapsed) for f in changed), default=0.0)
             if self._shared_now > SHARED_LINES_MAX * self._batch_lines:
                 self._batch_share = max(BATCH_SHARE_MIN, self._batch_share * 2 / 3)
             else:
@@ -627,7 +630,7 @@ class LogFollower:
             self._batch_lines = self._shared_now = 0
             self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, self._batch_share / per_s)) \
                 if per_s else BATCH_MAX_S
-            for followed in self._files.values():
+            for followed in changed:
                 followed.changes = followed.first_write_ns = followed.last_write_ns = 0
             self._counting_since = now
 
@@ -675,19 +678,22 @@ class LogFollower:
             size = status.st_size
             if size > target.seen:
                 target.seen = size
+                modified_ns = status.st_mtime_ns
                 if not target.changes:
-                    target.first_write_ns = status.st_mtime_ns
-                target.last_write_ns = status.st_mtime_ns
+                    target.first_write_ns = modified_ns
+                target.last_write_ns = modified_ns
                 target.changes += 1  # (the kernel says no more of a timed log: _retime)
                 # A line seen now may have been written a batch ago, and stamping it now
                 # would round every step time to whole batch periods (100 ms steps read
                 # every 26 ms come out 104). The kernel's modification time of the log is
                 # when its last write happened (no later write: the size is from the same
-                # fstat).
+                # fstat): _written_at, inline (a call was a tenth of a look's cost).
+                written = modified_ns / 1e9
+                stamp = written if modified_ns % 1_000_000_000 and \
+                    target.grew_at - MTIME_SLACK_S <= written <= now else now
                 if not target.looks:
                     deferred.append(target)
-                target.looks.append((size, _written_at(status.st_mtime_ns, now,
-                                                       target.grew_at)))
+                target.looks.append((size, stamp))
                 target.grew_at = now
 
     def close(self) -> None:
@@ -1358,7 +1364,7 @@ class LogFollower:
             return
         counters, last_stamp, probed = self._step_counters, self._last_stamp, self._probed_ranks
         recorded = self._recorded_steps if self.attempt == self._resumed_attempt else None
-        attempt, steps = self.attempt, []
+        attempt, steps, written, isfinite = self.attempt, [], 0, math.isfinite
         told: list[tuple[int, int, float]] = []  # for the stall watch, in one call
         for read, stamps, log_rank, watched in figures:
             tell = told.append if watched and self.stalls is not None else None
@@ -1375,18 +1381,22 @@ class LogFollower:
                 counters[rank] = step
                 last_stamp[rank] = (stamp, step)
                 samples_from = None if samples is None else "line"
-                event = _step_record(stamp, rank, step, samples, loss, None, attempt, None,
-                                     None, None, samples_from)
-                if event is not None:
-                    steps.append(event)
+                # _step_record's tests, inline: hundreds of lines a second, and a call each
+                # was a tenth of their recording.
+                if isfinite(stamp) and (samples is None or isfinite(samples)) and \
+                        (loss is None or isfinite(loss)) and -_INT_MAX < step < _INT_MAX and \
+                        -_INT_MAX < rank < _INT_MAX and attempt < _INT_MAX:
+                    steps.append(_LogStep(stamp, "step", rank, step, samples, loss, None, None,
+                                          "log", attempt, None, None, None, samples_from))
                 else:
                     self._write_steps(steps)  # those before it first, in the order read
                     self._write_by_encoder(stamp, rank, step, samples, loss, None, None, None,
                                            None, samples_from)
                 if tell is not None:
                     tell((rank, step, stamp))
-                self._steps_written += 1
+                written += 1
         figures.clear()
+        self._steps_written += written
         self._write_steps(steps)
         if told:
             assert self.stalls is not None

@@ -152,13 +152,16 @@ class StallWatch:
     def steps(self, steps: Iterable[tuple[int, int, float]], src: str) -> None:
         """`step` for each (rank, step, t) of `steps`, in order: a poll's step lines, hundreds
         a second, in one call."""
-        tracks = self._tracks
+        # A log's lines are one rank's: its track is looked up again only when the rank
+        # changes, not for each step.
+        tracks, track, track_rank = self._tracks, None, None
         for rank, step, t in steps:
-            track = tracks.get((rank, src))
-            if track is None:
-                tracks[(rank, src)] = _Track(t, step)
-            else:
-                track.add(t, step)
+            if track is None or rank != track_rank:
+                track, track_rank = tracks.get((rank, src)), rank
+                if track is None:
+                    tracks[(rank, src)] = track = _Track(t, step)
+                    continue
+            track.add(t, step)
 
     def compiled(self, rank: int | None, t: float) -> None:
         self._compiled_at[rank] = max(t, self._compiled_at.get(rank, t))
