@@ -96,3 +96,57 @@ async def test_unchanged_lines_keep_their_strips_and_draw_as_content_does() -> N
         assert panel.visual_style == style
         assert strips.drawn == drawn + len(changed) + 1
         assert now == _drawn_by_content(panel) and now != before
+
+
+class TitledPanel(LinesPanel):
+    """A bordered panel whose title is its state's first text."""
+
+    DEFAULT_CSS = "TitledPanel { border: round $primary; }"
+
+    def title(self, state: Any) -> str:
+        return state[0][0]
+
+
+class TitledApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TitledPanel(id="titled")
+
+
+async def test_new_lines_under_the_same_title_do_not_draw_the_border_again(
+        monkeypatch: Any) -> None:
+    # Textual draws a border's title in render_border_label (the one its styles cache calls):
+    # counted here, a title drawn again is a border drawn again.
+    import textual._styles_cache
+
+    labels: list[str] = []
+    draw_label = textual._styles_cache.render_border_label
+
+    def counted(label: Any, *args: Any, **kwargs: Any) -> Any:
+        labels.append(label[0].plain)
+        return draw_label(label, *args, **kwargs)
+
+    monkeypatch.setattr(textual._styles_cache, "render_border_label", counted)
+    app = TitledApp()
+    async with app.run_test(size=(WIDTH + 2, HEIGHT + 2)) as pilot:
+        panel = app.query_one(TitledPanel)
+        panel.show((("Processes", ""), ("4001    97", "")))
+        await pilot.pause()
+        assert "Processes" in labels
+        labels.clear()
+
+        panel.show((("Processes", ""), ("4001    12", "")))  # a figure moved, same title
+        await pilot.pause()
+        assert labels == []
+        drawn = _drawn_text(panel)
+        assert "4001    12" in drawn and "4001    97" not in drawn  # the new line is drawn
+        assert "Processes" in drawn.splitlines()[0]  # under the border kept
+
+        panel.show((("Processes: 2 ranks", ""), ("4001    12", "")))  # a new title
+        await pilot.pause()
+        assert "Processes: 2 ranks" in labels
+        assert "Processes: 2 ranks" in _drawn_text(panel)
+
+
+def _drawn_text(panel: Panel) -> str:
+    """The panel's lines as its styles cache holds them for the screen, border and all."""
+    return "\n".join(strip.text for strip in panel.render_lines(panel.size.region))
