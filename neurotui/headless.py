@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from neurotui import fmt, recorded
+from neurotui.live import heap
 from neurotui.live.clock import WallClock
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
 from neurotui.live.neuron import errors_text, flops_percent
@@ -126,6 +127,8 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
                 print(progress_line(state), file=out, flush=True)
                 if state.nodes is not None:
                     print(nodes_line(state.nodes), file=out, flush=True)
+                if not next_print:  # the first line: what it built stays (heap.py)
+                    heap.settle()
                 next_print = now + interval_s
             if ended is None and alive is not None and now >= next_alive:
                 next_alive = now + ALIVE_S
@@ -150,3 +153,4 @@ def follow(model: DashboardModel, *, interval_s: float = 5.0, out: TextIO = sys.
             meta_changes.wait(min(NOTICE_S, interval_s, max(0.0, next_print - time.time())))
     finally:
         meta_changes.close()
+        heap.release()

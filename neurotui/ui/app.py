@@ -31,6 +31,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from neurotui.live import heap
 from neurotui.live.budget import FramePacer
 from neurotui.live.clock import Clock, WallClock
 from neurotui.live.logtail import LAUNCHER, STREAMS, LogChoice, ShownLogFollower
@@ -194,6 +195,7 @@ class DashboardApp(App[int]):
         self._unmade = None
         with contextlib.suppress(AttributeError):
             del self.model
+        heap.release()  # (what the session's first frame set aside goes with it)
 
     # -- set-up --------------------------------------------------------------------------
     def get_driver_class(self) -> type[Driver]:
@@ -218,6 +220,9 @@ class DashboardApp(App[int]):
         self.ascii_mode = self._ascii_default
         if self.following:
             self._start_following()
+
+    def on_unmount(self) -> None:
+        heap.release()  # (an app run in a process that goes on: tests, the home app's)
 
     def _start_following(self) -> None:
         if self._unmade is not None:
@@ -375,6 +380,8 @@ class DashboardApp(App[int]):
         before = self.last_state
         self.last_state = message.state
         self.dashboard.show_state(message.state)
+        if before is None:  # the session's first frame: what it built stays (heap.py)
+            self.call_after_refresh(heap.settle)
         if isinstance(self.screen, CpuHeatScreen):  # it follows the frames too
             self.screen.show_state(message.state)
         if isinstance(self.screen, BreakdownScreen):  # so does the step breakdown

@@ -183,6 +183,31 @@ async def test_started_on_a_session_l_leads_home(tmp_path: Path) -> None:
         assert "every session of the sessions folder" in screen_text(app)
 
 
+async def test_a_sessions_first_frame_sets_its_heap_aside_until_it_is_left(
+        tmp_path: Path) -> None:
+    """What a session's first frame built is set aside from the garbage collector's full
+    collections (live/heap.py), and given back when the session is left, and when the app
+    ends: what it held in cycles must not stay for the life of the process."""
+    import gc
+
+    root = mixed_folder(tmp_path / "sessions")
+    session = root / "20260101-120000-vit-b16"
+    app = home(root, session)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        assert app.last_state is not None
+        assert gc.get_freeze_count() > 0
+        await pilot.press("l")  # back to the home screen
+        await settle(pilot)
+        assert isinstance(app.screen, HomeScreen)
+        assert gc.get_freeze_count() == 0
+        await pilot.press("enter")  # a session again: set aside again at its first frame
+        await settle(pilot)
+        assert isinstance(app.screen, DashboardScreen) and app.last_state is not None
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
 async def test_sort_and_filter(tmp_path: Path) -> None:
     root = many_folder(tmp_path / "sessions", 12)
     app = home(root)

@@ -121,3 +121,43 @@ class _LineTimes(io.StringIO):
     def when(self, part: str) -> float:
         """When the last line holding `part` was written."""
         return [t for t, text in self.times if part in text][-1]
+
+
+def test_the_heap_is_set_aside_after_the_first_line_and_given_back_at_the_end(
+        tmp_path: Path, monkeypatch) -> None:
+    """After its first line the follower sets what it built aside from the garbage
+    collector's full collections (live/heap.py); what it set aside is given back when it
+    returns (a process that goes on, as tests, must not keep it for good)."""
+    import gc
+
+    rec = Recorder(tmp_path, "20260101-120000-heap")
+    for k in range(1, 11):
+        rec.step(T0 + k * 0.1, 0, k, 0.1)
+    session = rec.close()
+    monkeypatch.setattr(headless, "NOTICE_S", 0.1)
+
+    class Counted(io.StringIO):
+        """Output that notes, at each line, how many objects are set aside."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts: list[int] = []
+
+        def write(self, text: str) -> int:
+            if text.strip():
+                self.counts.append(gc.get_freeze_count())
+            return super().write(text)
+
+    def end_soon() -> None:
+        time.sleep(0.7)
+        rec.update_meta(ended_at=T0 + 2, exit={"code": 0, "signal": None,
+                                               "reason": "completed", "attempts": 1})
+
+    threading.Thread(target=end_soon, daemon=True).start()
+    out = Counted()
+    ended = headless.follow(headless.model_for(session), interval_s=0.2, out=out)
+    assert ended is not None and ended["reason"] == "completed"
+    assert len(out.counts) >= 2, out.getvalue()
+    assert out.counts[0] == 0  # the first line, printed before it was set aside
+    assert all(count > 0 for count in out.counts[1:])  # the lines after it
+    assert gc.get_freeze_count() == 0  # given back
