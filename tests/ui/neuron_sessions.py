@@ -10,6 +10,7 @@ dashboard shows the same thing on every run.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -25,6 +26,9 @@ from tests.standins import tool_captures as replay
 from tests.ui.sessions import T0, Recorder
 
 _CAPTURED: dict[str, dict[str, list[dict[str, Any]]]] = {}
+RECORD_WAIT_S = 60.0
+"""How long the collectors may take to record the stand-ins' first records (a loaded machine
+started them slowly enough once that none came in the first second and a half)."""
 
 
 def recorded_events(capture: str, tmp_path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -51,13 +55,26 @@ def record_through_collectors(capture: str, root: Path) -> Path:
         write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
         writer = EventWriter(session / layout.EVENTS)
         telemetry = Telemetry(session, writer, time.time())
-        deadline = time.time() + 1.5
-        while time.time() < deadline:
+        # A second and a half at least; longer on a loaded machine, until the stand-ins'
+        # first records came (a test's session needs a `neuron` and a `neuron_devices` one).
+        start = time.time()
+        while time.time() - start < 1.5 or (
+                not _recorded(writer, session, {"neuron", "neuron_devices"})
+                and time.time() - start < RECORD_WAIT_S):
             telemetry.poll(time.time(), frozenset({123}))
             time.sleep(0.05)
         telemetry.close()
         writer.close()
     return session
+
+
+def _recorded(writer: EventWriter, session: Path, kinds: set[str]) -> bool:
+    """Whether the session holds an event of each of `kinds` yet (what waits is written
+    first)."""
+    writer.flush()
+    found = {json.loads(line).get("kind") for line in
+             (session / layout.EVENTS).read_text().splitlines() if line.strip()}
+    return kinds <= found
 
 
 def neuron_session(root: Path, capture: str, *, seconds: int = 60,
@@ -79,6 +96,7 @@ def neuron_session(root: Path, capture: str, *, seconds: int = 60,
         fields = {k: v for k, v in e.items() if k != "t"}
         if fields not in samples:
             samples.append(fields)
+    assert samples, f"the collectors recorded no neuron sample from the {capture} stand-in"
     for s in range(1, seconds + 1):
         sample = samples[(s - 1) % len(samples)]
         rec.event(T0 + s, "neuron", **{k: v for k, v in sample.items()
