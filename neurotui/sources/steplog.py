@@ -1649,6 +1649,16 @@ def _read_direct(reader: _Reader, text: str, rank: int | None) -> StepValues:
     return StepValues(*arguments)  # type: ignore[arg-type]
 
 
+def _column(read: Callable[[str], float], pieces: tuple[str, ...]) -> Iterable[float]:
+    """`read` (int or float) of each of one field's `pieces` in a batch of lines; once where
+    all are the same text, as a log's rank and batch size mostly are (equal text, equal
+    number: half a line's reading where two of its four figures do not change)."""
+    first = pieces[0]
+    if pieces.count(first) == len(pieces):
+        return [read(first)] * len(pieces)
+    return map(read, pieces)
+
+
 class _ShapeMemo:
     """Where a rule read its fields in lines of one shape, for parse_values_many: a step line
     that differs from an earlier one only in its digits (the step, the loss of a fixed-width
@@ -1721,10 +1731,10 @@ class _ShapeMemo:
             pieces = list(zip(*map(get, lines), strict=True))
             empty = [None] * len(lines)
             return list(zip(
-                empty if step < 0 else map(int, pieces[step]),
-                empty if rank < 0 else map(int, pieces[rank]),
-                empty if samples < 0 else map(float, pieces[samples]),
-                empty if loss < 0 else map(float, pieces[loss]), strict=True))
+                empty if step < 0 else _column(int, pieces[step]),
+                empty if rank < 0 else _column(int, pieces[rank]),
+                empty if samples < 0 else _column(float, pieces[samples]),
+                empty if loss < 0 else _column(float, pieces[loss]), strict=True))
         recipes, figures = self._recipes, []
         for line, shape in zip(lines, shapes, strict=True):
             if line[:1] == "[" and strip_rank_prefix(line)[0] is not None:

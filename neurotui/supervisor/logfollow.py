@@ -1362,45 +1362,70 @@ class LogFollower:
         records. `figures` is emptied."""
         if not figures:
             return
-        counters, last_stamp, probed = self._step_counters, self._last_stamp, self._probed_ranks
+        counters, probed = self._step_counters, self._probed_ranks
         recorded = self._recorded_steps if self.attempt == self._resumed_attempt else None
-        attempt, steps, written, isfinite = self.attempt, [], 0, math.isfinite
-        told: list[tuple[int, int, float]] = []  # for the stall watch, in one call
+        attempt, steps, isfinite, stalls = self.attempt, [], math.isfinite, self.stalls
+        attempt_ok = attempt < _INT_MAX
         for read, stamps, log_rank, watched in figures:
-            tell = told.append if watched and self.stalls is not None else None
+            # A log's lines are one rank's, mostly: what depends on the rank only (probed?
+            # recorded before a resume? its last step) is looked up once per run of lines of
+            # one rank, and its last step and stamp written back at the run's end. Hundreds
+            # of lines a second; a lookup each was a fifth of their recording.
+            told = watched and stalls is not None
+            run_rank: int | None = None
+            skip = rank_ok = False
+            last: int | None = None
+            floor: float = -math.inf
+            last_t = 0.0
+            run_steps: list[int] = []
+            run_times: list[float] = []
             for (step, rank, samples, loss), stamp in zip(read, stamps, strict=True):
                 if rank is None:
                     rank = log_rank or 0
-                if rank in probed:
+                if rank != run_rank:
+                    if run_steps:
+                        self._end_run(run_rank, last, last_t, run_steps, run_times, told)
+                        run_steps, run_times = [], []
+                    run_rank, skip = rank, rank in probed
+                    last = counters.get(rank)
+                    floor = recorded.get(rank, -1) if recorded is not None else -math.inf
+                    rank_ok = attempt_ok and -_INT_MAX < rank < _INT_MAX
+                if skip:
                     continue
                 if step is None:
-                    step = counters.get(rank, 0) + 1
-                elif step == counters.get(rank) or \
-                        (recorded is not None and step <= recorded.get(rank, -1)):
+                    step = (last or 0) + 1
+                elif step == last or step <= floor:
                     continue  # a line drawn again for its step; or recorded before a resume
-                counters[rank] = step
-                last_stamp[rank] = (stamp, step)
+                last, last_t = step, stamp
                 samples_from = None if samples is None else "line"
                 # _step_record's tests, inline: hundreds of lines a second, and a call each
                 # was a tenth of their recording.
-                if isfinite(stamp) and (samples is None or isfinite(samples)) and \
-                        (loss is None or isfinite(loss)) and -_INT_MAX < step < _INT_MAX and \
-                        -_INT_MAX < rank < _INT_MAX and attempt < _INT_MAX:
+                if rank_ok and isfinite(stamp) and (samples is None or isfinite(samples)) and \
+                        (loss is None or isfinite(loss)) and -_INT_MAX < step < _INT_MAX:
                     steps.append(_LogStep(stamp, "step", rank, step, samples, loss, None, None,
                                           "log", attempt, None, None, None, samples_from))
                 else:
                     self._write_steps(steps)  # those before it first, in the order read
                     self._write_by_encoder(stamp, rank, step, samples, loss, None, None, None,
                                            None, samples_from)
-                if tell is not None:
-                    tell((rank, step, stamp))
-                written += 1
+                run_steps.append(step)
+                run_times.append(stamp)
+            if run_steps:
+                self._end_run(run_rank, last, last_t, run_steps, run_times, told)
         figures.clear()
-        self._steps_written += written
         self._write_steps(steps)
+
+    def _end_run(self, rank: int | None, last: int | None, last_t: float, steps: list[int],
+                 times: list[float], told: bool) -> None:
+        """The end of _record_figures' run of one rank's recorded lines (`steps`, stamped
+        `times`): its last step and stamp kept, and the stall watch told of them."""
+        assert rank is not None and last is not None  # (a run has a rank and a line)
+        self._step_counters[rank] = last
+        self._last_stamp[rank] = (last_t, last)
+        self._steps_written += len(steps)
         if told:
             assert self.stalls is not None
-            self.stalls.steps(told, "log")
+            self.stalls.rank_steps(rank, steps, times, "log")
 
     def _write_by_encoder(self, t: float, rank: int, step: int, samples: float | None,
                           loss: float | None, dt: float | None, throughput: float | None,

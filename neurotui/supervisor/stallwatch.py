@@ -96,6 +96,21 @@ class _Track:
         if step > last_step:
             self.last_step = step
 
+    def add_many(self, steps: list[int], times: list[float]) -> None:
+        """`add` for each of `steps` with its time, in order: its comparisons in one loop."""
+        last_t, last_step, append = self.last_t, self.last_step, self.times.append
+        for step, t in zip(steps, times, strict=True):
+            if step > last_step and t > last_t:
+                if step > DEFAULT_WARMUP_STEPS and not self.past_warmup:
+                    self.past_warmup = True
+                    self.times.clear()  # warm-up's times were only a stand-in
+                append((t - last_t) / (step - last_step))
+            if t > last_t:
+                last_t = t
+            if step > last_step:
+                last_step = step
+        self.last_t, self.last_step = last_t, last_step
+
 
 class StallWatch:
     def __init__(self, session_dir: Path, attempt: int = 0) -> None:
@@ -162,6 +177,16 @@ class StallWatch:
                     tracks[(rank, src)] = track = _Track(t, step)
                     continue
             track.add(t, step)
+
+    def rank_steps(self, rank: int, steps: list[int], times: list[float], src: str) -> None:
+        """`step` for each of one rank's `steps`, stamped `times`, in order (a run of a
+        log's lines, _record_figures'): its track looked up once, its steps added in one
+        call."""
+        track = self._tracks.get((rank, src))
+        if track is None:
+            self._tracks[(rank, src)] = track = _Track(times[0], steps[0])
+            steps, times = steps[1:], times[1:]
+        track.add_many(steps, times)
 
     def compiled(self, rank: int | None, t: float) -> None:
         self._compiled_at[rank] = max(t, self._compiled_at.get(rank, t))

@@ -27,8 +27,14 @@ Without valgrind, the process's CPU time over the counted seconds, which is nois
 It leaves out what only the whole process shows: the wakeups themselves and the kernel's
 side of a look (bench_log_follow measures those), and telemetry (bench_collectors).
 
+With `--breakdown` (valgrind only), the logs' path again with each piece of the lines'
+handling taken out in turn (PIECES: monkeypatched in the child), and what each piece costs: the
+instructions it takes away. What remains once all of the lines' handling is out is the looks
+(an os.fstat each: about 7,300 instructions of Python's own, the most of a look), the reads and
+the second's loops.
+
     .venv/bin/python tests/bench/bench_poll_work.py [--cases placed,logs] [--ranks 32]
-        [--rate 10] [--seconds 16] [--lines runner]
+        [--rate 10] [--seconds 16] [--lines runner] [--breakdown]
 """
 
 from __future__ import annotations
@@ -53,6 +59,38 @@ T0 = 1_750_000_000.0
 """The job's clock at its start: the same in every run (a float's digits are work too)."""
 TICK_S = 0.1
 """How often the supervisor wakes for the logs' path's looks (a batch, at 10 lines a second)."""
+
+
+PIECES = {
+    "stall watch": "the stall watch told of each step (StallWatch.rank_steps)",
+    "encoding": "the step records' encoding and writing (LogFollower._write_steps)",
+    "records": "the step records, encoding and stall watch included (_record_figures)",
+    "lines": "the lines' tails, parse and records (_take_lines)",
+    "takes": "all of the lines' handling after their read: stamps, split, tails, parse, "
+             "records (_take_looked_lines)",
+}
+"""Pieces of the logs' path `--breakdown` takes out, each with what it stands for; each one
+named later holds those before it."""
+
+
+def take_out(pieces: list[str]) -> None:
+    """Replace `pieces` (of PIECES) with what does nothing, in this process (a child's)."""
+    from neurotui.supervisor.logfollow import LogFollower
+    from neurotui.supervisor.stallwatch import StallWatch
+
+    def pending_dropped(self: LogFollower, followed: object, *_: object) -> None:
+        followed.pending = b""  # type: ignore[attr-defined]
+
+    nothing = {
+        "stall watch": (StallWatch, "rank_steps", lambda self, *args: None),
+        "encoding": (LogFollower, "_write_steps", lambda self, batch: batch.clear()),
+        "records": (LogFollower, "_record_figures", lambda self, figures: figures.clear()),
+        "lines": (LogFollower, "_take_lines", lambda self, *args: None),
+        "takes": (LogFollower, "_take_looked_lines", pending_dropped),
+    }
+    for piece in pieces:
+        owner, name, replacement = nothing[piece]
+        setattr(owner, name, replacement)
 
 
 def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
@@ -223,10 +261,34 @@ def measured(case: str, args: argparse.Namespace, line: str) -> str:
             f"writing the job's output alone: {per_s(False) / 1e6:.2f} M)")
 
 
-def child(case: str, common: list[str], seconds: int, follow: bool) -> list[str]:
-    """The command of one measured run of this script (follow(), in a process of its own)."""
+def child(case: str, common: list[str], seconds: int, follow: bool,
+          without: str | None = None) -> list[str]:
+    """The command of one measured run of this script (follow(), in a process of its own),
+    with the pieces `without` names taken out (take_out)."""
     return [sys.executable, __file__, "--child", "--cases", case, *common, "--seconds",
-            str(seconds), *([] if follow else ["--no-follow"])]
+            str(seconds), *([] if follow else ["--no-follow"]),
+            *(["--without", without] if without else [])]
+
+
+def breakdown(args: argparse.Namespace, line: str) -> None:
+    """The logs' path's instructions a second, and each piece's (PIECES): the instructions
+    it takes away when taken out."""
+    common = ["--ranks", str(args.ranks), "--rate", str(args.rate), "--line", line]
+    lines_s = args.ranks * args.rate
+
+    def per_s(without: str | None, follow: bool = True) -> float:
+        counts = [instructions(child("logs", common, seconds, follow, without))[0]
+                  for seconds in (WARM_S, WARM_S + args.seconds)]
+        return (counts[1] - counts[0]) / args.seconds
+
+    whole = per_s(None)
+    work = whole - per_s(None, follow=False)
+    print(f"logs: {work / 1e6:.2f} M instructions a second ({work / lines_s:,.0f} a line), of "
+          "which:", flush=True)
+    for piece, what in PIECES.items():
+        cost = whole - per_s(piece)
+        print(f"  {piece}: {cost / 1e6:.2f} M a second ({cost / lines_s:,.0f} a line): {what}",
+              flush=True)
 
 
 def cpu_of(case: str, args: argparse.Namespace, common: list[str], follow: bool) -> float:
@@ -247,8 +309,13 @@ def main() -> None:
     p.add_argument("--line", help=argparse.SUPPRESS)  # the child's: the line itself
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-follow", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--without", help=argparse.SUPPRESS)  # the child's: pieces taken out
+    p.add_argument("--breakdown", action="store_true",
+                   help="the logs' path with each piece of its lines' handling taken out")
     args = p.parse_args()
     if args.child:  # (no numpy here, as in the supervisor: its BLAS threads spin, counted)
+        if args.without:
+            take_out(args.without.split(","))
         cpu, session = follow(args.cases, args.ranks, args.rate, args.seconds, args.line,
                               not args.no_follow)
         print(f"session {session}\ncpu {cpu}")
@@ -257,6 +324,10 @@ def main() -> None:
 
     for case in args.cases.split(","):
         print(measured(case, args, LINES[args.lines]), flush=True)
+    if args.breakdown:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--breakdown counts instructions: it needs valgrind")
+        breakdown(args, LINES[args.lines])
 
 
 if __name__ == "__main__":

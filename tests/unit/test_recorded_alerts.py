@@ -139,3 +139,30 @@ def test_probe_files_read_as_they_grow_give_the_steps_of_their_valid_lines(
     got, want = watch._tracks[(3, "auto")], expected._tracks[(3, "auto")]
     assert (got.last_step, got.last_t, list(got.times)) == \
         (want.last_step, want.last_t, list(want.times))
+
+
+def test_a_runs_steps_told_at_once_leave_the_watch_as_told_one_by_one(tmp_path: Path) -> None:
+    # rank_steps (a log's run of lines, _record_figures) against step() a line at a time:
+    # past warm-up, with steps drawn again, going back (a restart's), and times that do not
+    # advance, the two watches keep the same tracks.
+    import random
+
+    rng = random.Random(7)
+    one_by_one, at_once = StallWatch(tmp_path), StallWatch(tmp_path)
+    t, step = 100.0, 0
+    for _ in range(40):
+        rank = rng.randrange(3)
+        run_steps, run_times = [], []
+        for _ in range(rng.randrange(1, 12)):
+            step = max(0, step + rng.choice([1, 1, 1, 2, 0, -3]))
+            t += rng.choice([0.1, 0.1, 0.0, 0.25, -0.05])
+            run_steps.append(step)
+            run_times.append(t)
+            one_by_one.step(rank, step, t, "log")
+        at_once.rank_steps(rank, run_steps, run_times, "log")
+    assert step > 20  # past warm-up (defaults.DEFAULT_WARMUP_STEPS)
+    tracks = {key: (tr.last_t, tr.last_step, list(tr.times), tr.past_warmup)
+              for key, tr in one_by_one._tracks.items()}
+    assert tracks == {key: (tr.last_t, tr.last_step, list(tr.times), tr.past_warmup)
+                      for key, tr in at_once._tracks.items()}
+    assert any(times for _, _, times, _ in tracks.values())
