@@ -15,7 +15,6 @@ import math
 import statistics
 import time
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,21 +82,10 @@ class _Track:
     """Step times past warm-up (or, until there are some, of warm-up)."""
     past_warmup: bool = False
 
-    def add(self, t: float, step: int) -> None:
-        # Once per step line of every rank (hundreds a second): comparisons, not max().
-        last_t, last_step = self.last_t, self.last_step
-        if step > last_step and t > last_t:
-            if step > DEFAULT_WARMUP_STEPS and not self.past_warmup:
-                self.past_warmup = True
-                self.times.clear()  # warm-up's times were only a stand-in
-            self.times.append((t - last_t) / (step - last_step))
-        if t > last_t:
-            self.last_t = t
-        if step > last_step:
-            self.last_step = step
-
     def add_many(self, steps: list[int], times: list[float]) -> None:
-        """`add` for each of `steps` with its time, in order: its comparisons in one loop."""
+        """Each of `steps`, done at its time in `times`, in order: its time since the step
+        before goes into `times`. Hundreds of steps a second, a run of one rank's at a time:
+        comparisons, not max(), in one loop."""
         last_t, last_step, append = self.last_t, self.last_step, self.times.append
         for step, t in zip(steps, times, strict=True):
             if step > last_step and t > last_t:
@@ -162,26 +150,12 @@ class StallWatch:
             self.offsets.add_many([record.err for record in records], times)
 
     def step(self, rank: int, step: int, t: float, src: str) -> None:
-        self.steps(((rank, step, t),), src)
-
-    def steps(self, steps: Iterable[tuple[int, int, float]], src: str) -> None:
-        """`step` for each (rank, step, t) of `steps`, in order: a poll's step lines, hundreds
-        a second, in one call."""
-        # A log's lines are one rank's: its track is looked up again only when the rank
-        # changes, not for each step.
-        tracks, track, track_rank = self._tracks, None, None
-        for rank, step, t in steps:
-            if track is None or rank != track_rank:
-                track, track_rank = tracks.get((rank, src)), rank
-                if track is None:
-                    tracks[(rank, src)] = track = _Track(t, step)
-                    continue
-            track.add(t, step)
+        self.rank_steps(rank, [step], [t], src)
 
     def rank_steps(self, rank: int, steps: list[int], times: list[float], src: str) -> None:
         """`step` for each of one rank's `steps`, stamped `times`, in order (a run of a
-        log's lines, _record_figures'): its track looked up once, its steps added in one
-        call."""
+        log's lines, _record_figures'; of a probe file's): its track looked up
+        once, its steps added in one call."""
         track = self._tracks.get((rank, src))
         if track is None:
             self._tracks[(rank, src)] = track = _Track(times[0], steps[0])
@@ -213,17 +187,21 @@ class StallWatch:
     def _take_probe_lines(self, block: bytes) -> None:
         """The step records of `block` (whole lines) of a probe file."""
         records = self._steps_of_attempt(block, b'"step"')
-        # A file's steps are one rank's, of one source: its track is looked up once, not at
-        # each of hundreds of steps a second.
-        track, rank, src = None, -1, ""
+        # A file's steps are one rank's, of one source: told a run at a time (rank_steps),
+        # its track looked up once, not at each of hundreds of steps a second.
+        rank, src = -1, ""
+        run_steps: list[int] = []
+        run_times: list[float] = []
         for record in records:
-            if track is None or record.rank != rank or record.src != src:
+            if record.rank != rank or record.src != src:
+                if run_steps:
+                    self.rank_steps(rank or 0, run_steps, run_times, src or "probe")
+                    run_steps, run_times = [], []
                 rank, src = record.rank, record.src
-                key = (rank or 0, src or "probe")
-                self.step(key[0], record.step, record.t, key[1])
-                track = self._tracks[key]
-            else:
-                track.add(record.t, record.step)
+            run_steps.append(record.step)
+            run_times.append(record.t)
+        if run_steps:
+            self.rank_steps(rank or 0, run_steps, run_times, src or "probe")
         self._note_offsets(records)
 
     def _probe_files(self) -> list[Path]:

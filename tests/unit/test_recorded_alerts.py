@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from neurotui import recorded
+from neurotui.defaults import DEFAULT_WARMUP_STEPS
 from neurotui.session.writer import EventWriter
 from neurotui.supervisor.alerting import AlertRecorder, Raised
 from neurotui.supervisor.stallwatch import StallWatch
@@ -141,14 +142,17 @@ def test_probe_files_read_as_they_grow_give_the_steps_of_their_valid_lines(
         (want.last_step, want.last_t, list(want.times))
 
 
-def test_a_runs_steps_told_at_once_leave_the_watch_as_told_one_by_one(tmp_path: Path) -> None:
-    # rank_steps (a log's run of lines, _record_figures) against step() a line at a time:
-    # past warm-up, with steps drawn again, going back (a restart's), and times that do not
-    # advance, the two watches keep the same tracks.
+def test_a_ranks_steps_told_in_runs_keep_the_times_between_its_advancing_steps(
+        tmp_path: Path) -> None:
+    # rank_steps (a run of a log's lines, _record_figures; of a probe file's) against the
+    # rule written out: a step's time since the one before is kept when both the step and
+    # the time advanced, warm-up's times dropped at the first step past it; with steps drawn
+    # again, going back (a restart's), and times that do not advance, in runs of any length.
     import random
 
     rng = random.Random(7)
-    one_by_one, at_once = StallWatch(tmp_path), StallWatch(tmp_path)
+    watch = StallWatch(tmp_path)
+    seen: dict[int, list[tuple[int, float]]] = {}
     t, step = 100.0, 0
     for _ in range(40):
         rank = rng.randrange(3)
@@ -158,11 +162,21 @@ def test_a_runs_steps_told_at_once_leave_the_watch_as_told_one_by_one(tmp_path: 
             t += rng.choice([0.1, 0.1, 0.0, 0.25, -0.05])
             run_steps.append(step)
             run_times.append(t)
-            one_by_one.step(rank, step, t, "log")
-        at_once.rank_steps(rank, run_steps, run_times, "log")
+            seen.setdefault(rank, []).append((step, t))
+        watch.rank_steps(rank, run_steps, run_times, "log")
     assert step > 20  # past warm-up (defaults.DEFAULT_WARMUP_STEPS)
-    tracks = {key: (tr.last_t, tr.last_step, list(tr.times), tr.past_warmup)
-              for key, tr in one_by_one._tracks.items()}
-    assert tracks == {key: (tr.last_t, tr.last_step, list(tr.times), tr.past_warmup)
-                      for key, tr in at_once._tracks.items()}
-    assert any(times for _, _, times, _ in tracks.values())
+
+    def by_the_rule(steps: list[tuple[int, float]]) -> tuple[float, int, list[float], bool]:
+        (last_step, last_t), times, past = steps[0], [], False
+        for step, t in steps[1:]:
+            if step > last_step and t > last_t:
+                if step > DEFAULT_WARMUP_STEPS and not past:
+                    past, times = True, []
+                times.append((t - last_t) / (step - last_step))
+            last_t, last_step = max(last_t, t), max(last_step, step)
+        return last_t, last_step, times, past
+
+    tracks = {rank: (tr.last_t, tr.last_step, list(tr.times), tr.past_warmup)
+              for (rank, _), tr in watch._tracks.items()}
+    assert tracks == {rank: by_the_rule(steps) for rank, steps in seen.items()}
+    assert all(past for *_, past in tracks.values())
