@@ -68,7 +68,7 @@ class EventWriter:
     def __init__(self, path: Path, *, reserve: bool = False) -> None:
         self.path = path
         self.failed_writes = 0  # records lost in all
-        self._pending: list[str] = []
+        self._pending: list[bytes] = []  # encoded lines, each ended: joined at the flush
         self._kinds: list[str] = []
         self._lost: dict[str, int] = {}  # since the last `lost` record: kind -> count
         self._lost_from: float | None = None
@@ -95,7 +95,7 @@ class EventWriter:
     def write(self, kind: str, t: float | None = None, **fields: Any) -> None:
         record = {"t": time.time() if t is None else t, "kind": kind, **fields}
         try:
-            self._pending.append(_ENCODE(record) + "\n")
+            self._pending.append((_ENCODE(record) + "\n").encode())
             self._kinds.append(kind)
         except (TypeError, ValueError) as exc:  # not serialisable: a bug, counted not raised
             self._count_lost([kind], record["t"], exc)
@@ -107,14 +107,14 @@ class EventWriter:
         msgspec refuses (a lone surrogate, from a process's name) and anything it cannot
         encode go to `write`, which escapes them."""
         try:
-            line = _ENCODE_PLAIN({"t": t, "kind": kind, **fields}).decode()
+            line = _ENCODE_PLAIN({"t": t, "kind": kind, **fields})
         except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
             self.write(kind, t, **fields)
             return
-        self._pending.append(line + "\n")
+        self._pending.append(line + b"\n")
         self._kinds.append(kind)
 
-    def write_encoded_lines(self, kind: str, count: int, lines: str) -> None:
+    def write_encoded_lines(self, kind: str, count: int, lines: bytes) -> None:
         """`count` records of `kind` the caller encoded itself, one JSON object a line, each
         line ended: for the hottest records (a step line's, hundreds a second), where
         building a dict to encode is most of the cost. Each must hold `t` and `kind`, as
@@ -132,10 +132,11 @@ class EventWriter:
         now = time.time()
         for last_try in (not final or self._reserve is None, True):
             # Writing works again? The loss is said first, where it happened in the file.
-            batch = [self._lost_line(now), *lines] if self._lost_from is not None else lines
+            batch = [self._lost_line(now).encode(), *lines] if self._lost_from is not None \
+                else lines
             try:
                 self._fresh_line()
-                self._write_all("".join(batch).encode())
+                self._write_all(b"".join(batch))
                 break
             except OSError as exc:
                 if last_try:

@@ -1088,16 +1088,20 @@ class LogFollower:
         cut = whole.rfind(b"\n")
         if cut >= 0:
             followed.pending = whole[cut + 1:]
-            # The lines a look saw whole are those whose newline is before its size; the
-            # last look takes the rest (a read cut at _MAX_READ).
+            # The lines a look saw whole are those whose newline is before its size: one,
+            # mostly (a look a line). The last look saw all that was read (to its size, or
+            # less: a read cut at _MAX_READ), and no newline follows `cut`.
             stamps: list[float] = []
-            at, last, shared = 0, len(seen) - 1, 0
-            for k, (size, stamp) in enumerate(seen):
-                upto = cut + 1 if k == last else min(size - base, cut + 1)
+            count = whole.count
+            at = shared = 0
+            for size, stamp in seen:
+                upto = size - base
                 if upto > at:
-                    lines = whole.count(b"\n", at, upto)
-                    stamps += [stamp] * lines
-                    if lines > 1:
+                    lines = count(b"\n", at, upto)
+                    if lines == 1:
+                        stamps.append(stamp)
+                    elif lines:
+                        stamps += [stamp] * lines
                         shared += lines - 1
                     at = upto
             self._count_shared(len(stamps), shared)
@@ -1365,7 +1369,7 @@ class LogFollower:
         counters, probed = self._step_counters, self._probed_ranks
         recorded = self._recorded_steps if self.attempt == self._resumed_attempt else None
         attempt, steps, isfinite, stalls = self.attempt, [], math.isfinite, self.stalls
-        attempt_ok = attempt < _INT_MAX
+        attempt_ok, low, high = attempt < _INT_MAX, -_INT_MAX, _INT_MAX
         for read, stamps, log_rank, watched in figures:
             # A log's lines are one rank's, mostly: what depends on the rank only (probed?
             # recorded before a resume? its last step) is looked up once per run of lines of
@@ -1389,7 +1393,7 @@ class LogFollower:
                     run_rank, skip = rank, rank in probed
                     last = counters.get(rank)
                     floor = recorded.get(rank, -1) if recorded is not None else -math.inf
-                    rank_ok = attempt_ok and -_INT_MAX < rank < _INT_MAX
+                    rank_ok = attempt_ok and low < rank < high
                 if skip:
                     continue
                 if step is None:
@@ -1401,7 +1405,7 @@ class LogFollower:
                 # _step_record's tests, inline: hundreds of lines a second, and a call each
                 # was a tenth of their recording.
                 if rank_ok and isfinite(stamp) and (samples is None or isfinite(samples)) and \
-                        (loss is None or isfinite(loss)) and -_INT_MAX < step < _INT_MAX:
+                        (loss is None or isfinite(loss)) and low < step < high:
                     steps.append(_LogStep(stamp, "step", rank, step, samples, loss, None, None,
                                           "log", attempt, None, None, None, samples_from))
                 else:
@@ -1444,8 +1448,7 @@ class LogFollower:
     def _write_steps(self, batch: list[_LogStep]) -> None:
         """The records of a batch of step lines, encoded in one call; `batch` is emptied."""
         if batch:
-            self.writer.write_encoded_lines("step", len(batch),
-                                            _encode_step_lines(batch).decode())
+            self.writer.write_encoded_lines("step", len(batch), _encode_step_lines(batch))
             batch.clear()
 
     def _stamped_step_time(self, rank: int, step: int, now: float) -> float | None:

@@ -87,10 +87,11 @@ class _Track:
         before goes into `times`. Hundreds of steps a second, a run of one rank's at a time:
         comparisons, not max(), in one loop."""
         last_t, last_step, append = self.last_t, self.last_step, self.times.append
+        warming = not self.past_warmup  # (asked once: past warm-up, most runs are)
         for step, t in zip(steps, times, strict=True):
             if step > last_step and t > last_t:
-                if step > DEFAULT_WARMUP_STEPS and not self.past_warmup:
-                    self.past_warmup = True
+                if warming and step > DEFAULT_WARMUP_STEPS:
+                    self.past_warmup, warming = True, False
                     self.times.clear()  # warm-up's times were only a stand-in
                 append((t - last_t) / (step - last_step))
             if t > last_t:

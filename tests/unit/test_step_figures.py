@@ -124,7 +124,8 @@ def _rounds(ranks: int) -> list[list[str]]:
     """Rounds of lines per rank: runner and plain lines, steps printed twice, a step past 64
     bits, losses of NaN and infinity (written by the writer's encoder), lines with no
     samples, no rank or no step, a rate printed after such lines (its samples come from their
-    stamps), and now and then a line that is no step."""
+    stamps), now and then a line that is no step, and a round's first line drawing the last
+    round's last step again."""
     rng = random.Random(5)
     rounds = []
     for k in range(40):
@@ -133,9 +134,13 @@ def _rounds(ranks: int) -> list[list[str]]:
             n = 10 * k
             lines = [RUNNER.format(n=n + i, rank=rank, loss=f"{rng.random():.4f}")
                      for i in range(1, 8)]
-            lines.append(RUNNER.format(n=n + 7, rank=rank, loss="1.0000"))  # drawn again
+            if k % 3:
+                lines.append(RUNNER.format(n=n + 7, rank=rank, loss="1.0000"))  # drawn again
             if rank == 1:
                 lines = [PLAIN.format(n=n + i, loss=f"{rng.random():.3f}") for i in range(1, 9)]
+            if k % 5 == 2:  # the last round's last step drawn again, first in this one's
+                lines.insert(0, PLAIN.format(n=n - 2, loss="0.5") if rank == 1 else
+                             RUNNER.format(n=n - 3, rank=rank, loss="1.0000"))
             if k == 20:
                 lines.append(PLAIN.format(n=n + 9, loss="nan"))
             if k in (25, 26, 27):  # seen twice, then in a batch of lines of learnt shapes
