@@ -108,6 +108,30 @@ def test_the_first_load_writes_the_cache_and_the_next_restores_it(tmp_path: Path
     assert [e["procs"][0]["cpu"] for e in again.events["procs"]] == [0, 1, 2, 3, 4]
 
 
+def test_sources_as_they_were_read_are_trusted_without_reading_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finished session's sources, of the same inode, size and modification time as when
+    the cache read them, are not read again to open it (their fingerprints are for a file
+    that grew: a live one); one that grew is."""
+    d = make_session(tmp_path)
+    SessionReader(d).load()
+    fingerprinted: list[str] = []
+    fingerprints = cache._fingerprints
+
+    def counted(f: Any, offset: int) -> tuple[str, str]:
+        fingerprinted.append(Path(f.name).name)
+        return fingerprints(f, offset)
+
+    monkeypatch.setattr(cache, "_fingerprints", counted)
+    assert SessionReader(d).load().cache_state == "restored"
+    assert fingerprinted == []
+    with open(layout.probe_path(d, 1), "a") as f:
+        f.write(step(120.0, 1, 31))
+    assert cache.state(d, SOURCES) is not None  # still valid: it grew, as a live one does
+    assert fingerprinted == [layout.probe_path(d, 1).name]
+    assert assert_same_read(d).cache_state == "restored+written"
+
+
 def test_restored_telemetry_msgspec_refuses_reads_as_json_reads_it(tmp_path: Path) -> None:
     # The restore decodes each kept record by msgspec; NaN (Python's json writes it), a
     # float beyond range and an int beyond 64 bits it refuses go to json, as a fresh read.
