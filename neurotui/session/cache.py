@@ -7,8 +7,8 @@ many rows count), named by the stamp's token, the table and the column's place i
 the steps table, the phase timings, an index (file, byte offset, length, kind) of every other
 event, the problems counted and, per source file, how far it was read. A reader restores from
 it and then reads only what was appended after those offsets; it is rebuilt when a source
-shrank, was replaced or rewritten (checked by inode, size, modification time and fingerprints
-of the bytes read).
+shrank, was replaced or rewritten (checked by inode, size, modification time and, for a
+source that grew since, fingerprints of the bytes read).
 
 Appendable: while a run records, the cache keeper (keeper.py, started by the supervisor) adds
 the rows read since the last stamp to the end of each column file and then writes a new stamp
