@@ -194,14 +194,12 @@ def source_still_valid(session_dir: Path, stamp: SourceStamp) -> bool:
     when they were not in the page cache.
     """
     try:
-        st = os.stat(session_dir / stamp.name)
-        if st.st_ino != stamp.ino or st.st_size < stamp.offset:
-            return False
-        if st.st_size == stamp.size:
-            return st.st_mtime_ns == stamp.mtime_ns
         with open(session_dir / stamp.name, "rb") as f:
-            if os.fstat(f.fileno()).st_ino != stamp.ino:
-                return False  # replaced between the two looks
+            st = os.fstat(f.fileno())
+            if st.st_ino != stamp.ino or st.st_size < stamp.offset:
+                return False
+            if st.st_size == stamp.size:
+                return st.st_mtime_ns == stamp.mtime_ns
             return _fingerprints(f, stamp.offset) == (stamp.head, stamp.tail)
     except OSError:
         return False

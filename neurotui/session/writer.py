@@ -132,8 +132,7 @@ class EventWriter:
         now = time.time()
         for last_try in (not final or self._reserve is None, True):
             # Writing works again? The loss is said first, where it happened in the file.
-            batch = [self._lost_line(now).encode(), *lines] if self._lost_from is not None \
-                else lines
+            batch = [self._lost_line(now), *lines] if self._lost_from is not None else lines
             try:
                 self._fresh_line()
                 self._write_all(b"".join(batch))
@@ -146,11 +145,11 @@ class EventWriter:
         if self._lost_from is not None:
             self._lost, self._lost_from = {}, None
 
-    def _lost_line(self, now: float) -> str:
-        return json.dumps({
+    def _lost_line(self, now: float) -> bytes:
+        return (json.dumps({
             "t": now, "kind": "lost", "what": "events", "count": sum(self._lost.values()),
             "by_kind": dict(self._lost), "from": self._lost_from, "to": self._lost_to,
-            "error": self._error}) + "\n"
+            "error": self._error}) + "\n").encode()
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
