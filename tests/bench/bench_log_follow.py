@@ -45,6 +45,11 @@ supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); the sam
 one fstat per line the supervisor read (its stamps are the logs' modification times), the
 least that stamps each line by when it was written; and, at the end, the supervisor of the
 same ranks printing nothing (its telemetry and its second's loop, which every case pays).
+
+With --floor (the default), each launcher's runner case again with the supervisor's handling
+of the lines taken out (TAKE_OUT: in that process only, whatever a read gained is dropped
+unparsed): its wakeups, looks, reads and copies, telemetry and second's loop, and nothing of
+the lines' stamps, parse, records or writes. What no handling of the lines can go under.
 """
 
 from __future__ import annotations
@@ -151,6 +156,34 @@ IDLE_LOOP = textwrap.dedent("""
 """)
 
 
+TAKE_OUT = textwrap.dedent("""
+    # The bench's --floor: in the supervisor (the one process that imports the log follower),
+    # the lines a read gained are dropped, unparsed and unrecorded.
+    import importlib.machinery, sys
+
+    class _TakeOut:
+        def find_spec(self, name, path, target=None):
+            if name != "neurotui.supervisor.logfollow":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            run_module = spec.loader.exec_module
+
+            def exec_module(module):
+                run_module(module)
+
+                def dropped(self, followed, start, data, seen, figures):
+                    followed.pending = b""
+
+                module.LogFollower._take_looked_lines = dropped
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _TakeOut())
+""")
+
+
 def idle_loop_share(wakeups_per_s: float, seconds: float = 10.0, looks: int = 0) -> float:
     """The anchor: the CPU share of a Python process that only sleeps and wakes as often as
     the supervisor did, and at each wakeup fstats `looks` files (the supervisor stamps each
@@ -242,12 +275,19 @@ def keeper_share(session: Path, json_bytes_per_s: float, asks: int = 10) -> dict
 
 def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         lines: str = "runner", launcher: str = "torchrun",
-        auto_probe: bool = False) -> dict[str, float]:
+        auto_probe: bool = False, take_out: bool = False) -> dict[str, float]:
     """`auto_probe`: each rank steps a torch optimizer before its line, and neurotui's
     automatic probe (on, as by default) records the steps; the log lines are stamped too.
-    `rate` 0: the ranks print nothing for `seconds` (only the supervisor's CPU, wakeups and
-    memory are returned)."""
+    `rate` 0: the ranks print nothing for `seconds`; `take_out`: the supervisor drops what it
+    reads of the logs (TAKE_OUT). In either, only the supervisor's CPU, wakeups and memory are
+    returned."""
     with tempfile.TemporaryDirectory() as tmp:
+        extra_env = {}
+        if take_out:
+            (Path(tmp) / "site").mkdir()
+            (Path(tmp) / "site" / "sitecustomize.py").write_text(TAKE_OUT)
+            extra_env["PYTHONPATH"] = os.pathsep.join(
+                [str(Path(tmp) / "site"), *filter(None, [os.environ.get("PYTHONPATH")])])
         job = Path(tmp) / "job.py"
         job.write_text(JOB)
         rank_script = Path(tmp) / "rank.py"
@@ -265,7 +305,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
              "--", *command],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, "NEUROTUI_LOG_WATCH": "1" if watch else "0",
-                 **({"BENCH_OPTIMIZER": "1"} if auto_probe else {})})
+                 **({"BENCH_OPTIMIZER": "1"} if auto_probe else {}), **extra_env})
         deadline = time.time() + 30
         session = None
         while time.time() < deadline and session is None:
@@ -292,7 +332,7 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         proc.wait(timeout=seconds + 120)
         tick_share = ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (t1 - t0)
         share = tick_share if run0 is None or run1 is None else (run1 - run0) / (t1 - t0)
-        if rate == 0:  # the quiet job: no line to stamp
+        if rate == 0 or take_out:  # the quiet job, or no line taken: none to check
             return {"cpu_share": share, "wakeups_per_s": wakeups, "rss_mb": rss / 1e6}
         written = {(r, s): t for rank in range(ranks)
                    for r, s, t in json.loads(Path(f"{truth}.{rank}").read_text())}
@@ -339,6 +379,9 @@ def main() -> int:
                    help="also the case neurotui meets by default in a torch training loop: "
                    "each rank steps an optimizer, and the automatic probe records the steps "
                    "(reported beside the target, which is the logs' path; torchrun only)")
+    p.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
+                   help="also each launcher's runner case with the supervisor's handling of "
+                   "the lines taken out: what no handling of them can go under")
     args = p.parse_args()
     ok = True
     launchers = args.launchers.split(",")
@@ -389,6 +432,15 @@ def main() -> int:
                 ok &= figures["with_loss"] == 1.0
             if ranks == args.ranks and not auto_probe:  # (the target is the logs' path)
                 ok &= figures["cpu_share"] <= CPU_LIMIT and figures["rss_mb"] <= RSS_LIMIT_MB
+    for launcher in launchers if args.floor else ():
+        floor_case = run(args.ranks, args.rate, args.seconds, lines="runner", launcher=launcher,
+                         take_out=True)
+        print(f"{launcher}: {args.ranks} ranks x {args.rate:g} runner lines/s, the lines' "
+              f"handling taken out (read, then dropped): supervisor "
+              f"{floor_case['cpu_share']:.2%} of one core, "
+              f"{floor_case['wakeups_per_s']:.1f} wakeups/s, {floor_case['rss_mb']:.0f} MB "
+              "(its wakeups, looks, reads, copies and telemetry: what no handling of the "
+              "lines can go under)", flush=True)
     for launcher in launchers:
         # What every case above pays before its first line: the second's loop and telemetry.
         quiet = run(args.ranks, 0.0, args.seconds, lines="runner", launcher=launcher)
