@@ -29,6 +29,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -45,6 +46,13 @@ from neurotui.sources.steplog import (
 from neurotui.supervisor import spool
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.stepoffsets import FileId
+
+try:  # built from _looker.c at install, where a C compiler was there
+    from neurotui.supervisor._looker import Looker as _NativeLooker
+except ImportError:  # not built: busy logs are looked at from Python (_look), at more cost
+    _NativeLooker = None
+if TYPE_CHECKING:
+    from neurotui.supervisor._looker import Looker, Taken
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
 POLL_S = 0.5
@@ -482,6 +490,14 @@ class LogFollower:
     _batched: bool = False  # the logs were read in batches at some point (see BATCH_MIN_S)
     _batch_share: float = BATCH_SHARE_MAX
     _timed: list[_Followed] = field(default_factory=list)  # see _Followed.timed, _retime
+    native_looks: bool = True
+    """Busy logs are looked at on the batch's timer by a thread outside Python (_looker.c),
+    where it was built, and the supervisor wakes only for its polls: the looks, an fstat
+    each in Python, and the wakeups were most of its cost at 32 ranks x 10 lines a second.
+    False: from Python (_look), as where it was not built."""
+    _looker: Looker | None = None  # the native looker, made when the logs first get busy
+    _looked: list[_Followed] = field(default_factory=list)
+    """The logs the looker looks at, in the order given: its notes name them by index."""
     _probe_folder: layout.ProbeFolder = field(init=False)
     _polled_probe_logs: int = 0  # logs of probe.step() ranks, read at polls (see there)
     _placed_logs: int = 0  # logs placed by the automatic probe's steps (_place_new_logs)
@@ -538,6 +554,7 @@ class LogFollower:
         if self._batched:
             return {"method": "inotify", "max_delay_s": None,
                     "shared_stamp_lines": self.shared_lines,
+                    "batch_looks": "native thread" if self._looker is not None else "python",
                     "polled_probe_logs": self._polled_probe_logs,
                     "placed_logs": self._placed_logs, "note": (
                 "lines stamped as soon as the kernel said their log changed; while "
@@ -560,8 +577,15 @@ class LogFollower:
 
     @property
     def pause_s(self) -> float:
-        """How long the caller waits before the next read: 0, or a batch's time while busy."""
-        return self._batch_s if self._busy else 0.0
+        """How long the caller waits before the next read: 0, or a batch's time while busy
+        (and the native looker does not look)."""
+        return self._batch_s if self._busy and self._looker is None else 0.0
+
+    @property
+    def batch_s(self) -> float | None:
+        """While busy (read in batches), the time from one look at the busy logs to the next,
+        whoever looks (the supervisor's wakeups, or the native looker); None while calm."""
+        return self._batch_s if self._busy else None
 
     def on_change(self, now: float) -> None:
         """Look at the logs the kernel says changed (the supervisor's selector saw
@@ -578,7 +602,7 @@ class LogFollower:
                 self._note_change(target, now)  # type: ignore[arg-type]
             else:
                 self._discover_due = True  # a new log, or a folder one will be in
-        if self._busy:
+        if self._busy and self._looker is None:
             self._look(now)  # awake anyway
         if self._discover_due:
             for followed in self._discover(now):  # lines written before it was watched
@@ -591,7 +615,7 @@ class LogFollower:
         if self._changes is None:
             return
         self._count_changes(now)
-        if self._busy:
+        if self._busy and self._looker is None:
             self._look(now)
 
     def _note_change(self, followed: _Followed, now: float) -> None:
@@ -630,6 +654,8 @@ class LogFollower:
             self._batch_lines = self._shared_now = 0
             self._batch_s = min(BATCH_MAX_S, max(BATCH_MIN_S, self._batch_share / per_s)) \
                 if per_s else BATCH_MAX_S
+            if self._looker is not None:
+                self._looker.set_interval(self._batch_s if self._busy else 0.0)
             for followed in changed:
                 followed.changes = followed.first_write_ns = followed.last_write_ns = 0
             self._counting_since = now
@@ -660,6 +686,7 @@ class LogFollower:
         if calmed:
             self._timed = [f for f in self._timed if f.timed]
             self._look(now, calmed)
+        self._hand_timed_over()
 
     def _look(self, now: float, logs: list[_Followed] | None = None) -> None:
         """While busy (read in batches): each timed log's size and modification time only
@@ -668,35 +695,76 @@ class LogFollower:
         first saw it (take_read). The supervisor then wakes for one system call per log,
         not for a read and Python's whole handling of each line."""
         # Once per log per wakeup, dozens of times each: the fstat inline, not status().
-        fstat, deferred = os.fstat, self._deferred
+        fstat = os.fstat
         for target in self._timed if logs is None else logs:
             try:
                 status = fstat(target.fd) if target.fd is not None else target.status()
             except OSError as exc:
                 self._cannot_open(exc, now)
                 continue
-            size = status.st_size
-            if size > target.seen:
-                target.seen = size
-                modified_ns = status.st_mtime_ns
-                if not target.changes:
-                    target.first_write_ns = modified_ns
-                target.last_write_ns = modified_ns
-                target.changes += 1  # (the kernel says no more of a timed log: _retime)
-                # A line seen now may have been written a batch ago, and stamping it now
-                # would round every step time to whole batch periods (100 ms steps read
-                # every 26 ms come out 104). The kernel's modification time of the log is
-                # when its last write happened (no later write: the size is from the same
-                # fstat): _written_at, inline (a call was a tenth of a look's cost).
-                written = modified_ns / 1e9
-                stamp = written if modified_ns % 1_000_000_000 and \
-                    target.grew_at - MTIME_SLACK_S <= written <= now else now
-                if not target.looks:
-                    deferred.append(target)
-                target.looks.append((size, stamp))
-                target.grew_at = now
+            if status.st_size > target.seen:
+                self._grown(target, status.st_size, status.st_mtime_ns, now)
+
+    def _grown(self, target: _Followed, size: int, modified_ns: int, now: float) -> None:
+        """A look at `now` found `target` grown to `size` and written last at `modified_ns`:
+        noted for the next take. (The native looker's note() does the same in C.)"""
+        target.seen = size
+        if not target.changes:
+            target.first_write_ns = modified_ns
+        target.last_write_ns = modified_ns
+        target.changes += 1  # (the kernel says no more of a timed log: _retime)
+        # A line seen now may have been written a batch ago, and stamping it now would round
+        # every step time to whole batch periods (100 ms steps read every 26 ms come out 104).
+        # The kernel's modification time of the log is when its last write happened (no
+        # later write: the size is from the same fstat): _written_at, inline.
+        written = modified_ns / 1e9
+        stamp = written if modified_ns % 1_000_000_000 and \
+            target.grew_at - MTIME_SLACK_S <= written <= now else now
+        if not target.looks:
+            self._deferred.append(target)
+        target.looks.append((size, stamp))
+        target.grew_at = now
+
+    def _hand_timed_over(self) -> None:
+        """The native looker looks at the timed logs from now on (made at the first: the
+        logs just got busy), on the batch's timer; what it saw of those before is taken."""
+        if self._looker is None:
+            if not self._timed or not self.native_looks or _NativeLooker is None:
+                return
+            self._looker = _NativeLooker()
+        looked = [followed for followed in self._timed if followed.fd is not None]
+        self._take_native_looks(self._looker.set_logs(
+            [(followed.fd, followed.seen, followed.grew_at) for followed in looked]))
+        self._looked = looked
+        self._looker.set_interval(self._batch_s if self._busy and looked else 0.0)
+
+    def _take_native_looks(self, taken: Taken | None = None) -> None:
+        """Note what the native looker's looks found (or `taken`, of the logs it looked at
+        before), as _look would have at each, stamped by the looker as _grown stamps."""
+        if taken is None:
+            if self._looker is None:
+                return
+            taken = self._looker.take()
+        looked, deferred = self._looked, self._deferred
+        for index, looks, changes, first_write_ns, last_write_ns, grew_at in taken:
+            target = looked[index]
+            if looks[0][0] <= target.seen:  # read further meanwhile (a poll's full read)
+                looks = [look for look in looks if look[0] > target.seen]
+                if not looks:
+                    continue
+            if not target.looks:
+                deferred.append(target)
+            target.looks += looks
+            target.seen = looks[-1][0]
+            if not target.changes:
+                target.first_write_ns = first_write_ns
+            target.last_write_ns = last_write_ns
+            target.changes += changes
+            target.grew_at = grew_at
 
     def close(self) -> None:
+        if self._looker is not None:
+            self._looker.close()  # before the descriptors it looks at are
         if self._changes is not None:
             self._changes.close()
         for followed in self._files.values():
@@ -723,6 +791,10 @@ class LogFollower:
         """Read what the logs gained; `final` (the job has exited) records where they end."""
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
+        if self._looker is not None:
+            # Each second, as a batch's wakeup would (none comes while the looker looks).
+            self._take_native_looks()
+            self._count_changes(now)
         probed = self._probe_folder.files()
         if not probed.keys() <= self._probed_ranks:
             self._probed_ranks.update(probed)
@@ -797,6 +869,7 @@ class LogFollower:
         if followed.timed:
             followed.timed = False
             self._timed.remove(followed)
+            self._hand_timed_over()
         followed.behind = True
 
     def _place_new_logs(self) -> None:
@@ -1038,6 +1111,7 @@ class LogFollower:
     def take_read(self) -> None:
         """Read and take what looks saw (_note_change, _look), in the order they saw it: at
         each poll, and by a supervisor leaving."""
+        self._take_native_looks()
         deferred, self._deferred = self._deferred, []
         # One read per log for all its looks; each line is stamped by the look that first
         # saw it whole. The step lines of the short way (_record_figures) wait in `figures`

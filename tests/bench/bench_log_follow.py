@@ -55,6 +55,7 @@ the lines' stamps, parse, records or writes. What no handling of the lines can g
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -156,13 +157,12 @@ IDLE_LOOP = textwrap.dedent("""
 """)
 
 
-TAKE_OUT = textwrap.dedent("""
-    # The bench's --floor: in the supervisor (the one process that imports the log follower),
-    # the lines a read gained are dropped, unparsed and unrecorded: bench_poll_work's "takes"
-    # piece taken out, as its --breakdown takes it out in its own process.
+AFTER_IMPORT = textwrap.dedent("""
+    # In the supervisor (the one process that imports the log follower), once it has:
+    # {why}
     import importlib.machinery, sys
 
-    class _TakeOut:
+    class _After:
         def find_spec(self, name, path, target=None):
             if name != "neurotui.supervisor.logfollow":
                 return None
@@ -172,15 +172,23 @@ TAKE_OUT = textwrap.dedent("""
 
             def exec_module(module):
                 run_module(module)
-                from bench_poll_work import take_out  # (tests/bench is on PYTHONPATH)
-
-                take_out(["takes"])
+                {what}
 
             spec.loader.exec_module = exec_module
             return spec
 
-    sys.meta_path.insert(0, _TakeOut())
+    sys.meta_path.insert(0, _After())
 """)
+TAKE_OUT = AFTER_IMPORT.format(
+    why="the bench's --floor: the lines a read gained are dropped, unparsed and "
+        "unrecorded:\n# bench_poll_work's \"takes\" piece taken out, as its --breakdown "
+        "takes it out in its own process.",
+    what="from bench_poll_work import take_out  # (tests/bench is on PYTHONPATH)\n"
+         "            take_out([\"takes\"])")
+PYTHON_LOOKS = AFTER_IMPORT.format(
+    why="the bench's --python-looks: busy logs are looked at from Python, as where the C "
+        "looker\n# (supervisor/_looker.c) was not built.",
+    what="module._NativeLooker = None")
 
 
 def idle_loop_share(wakeups_per_s: float, seconds: float = 10.0, looks: int = 0) -> float:
@@ -214,6 +222,16 @@ def threads_run_time_s(pid: int) -> float:
     except OSError:
         return 0.0
     return sum(run_time_s(int(tid)) or 0.0 for tid in threads)
+
+
+def voluntary_switches(process: psutil.Process) -> int:
+    """The process's wakeups so far, all its threads' (psutil's count is its first
+    thread's)."""
+    total = 0
+    for thread in process.threads():
+        with contextlib.suppress(psutil.Error):
+            total += psutil.Process(thread.id).num_ctx_switches().voluntary
+    return total
 
 
 def served_keeper(session: Path, asks: int = 0, gap_s: float = 1.0) -> dict[str, float]:
@@ -274,17 +292,19 @@ def keeper_share(session: Path, json_bytes_per_s: float, asks: int = 10) -> dict
 
 def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         lines: str = "runner", launcher: str = "torchrun",
-        auto_probe: bool = False, take_out: bool = False) -> dict[str, float]:
+        auto_probe: bool = False, take_out: bool = False,
+        python_looks: bool = False) -> dict[str, float]:
     """`auto_probe`: each rank steps a torch optimizer before its line, and neurotui's
     automatic probe (on, as by default) records the steps; the log lines are stamped too.
     `rate` 0: the ranks print nothing for `seconds`; `take_out`: the supervisor drops what it
     reads of the logs (TAKE_OUT). In either, only the supervisor's CPU, wakeups and memory are
-    returned."""
+    returned. `python_looks`: busy logs are looked at from Python (PYTHON_LOOKS)."""
     with tempfile.TemporaryDirectory() as tmp:
         extra_env = {}
-        if take_out:
+        if take_out or python_looks:
             (Path(tmp) / "site").mkdir()
-            (Path(tmp) / "site" / "sitecustomize.py").write_text(TAKE_OUT)
+            (Path(tmp) / "site" / "sitecustomize.py").write_text(
+                TAKE_OUT if take_out else PYTHON_LOOKS)
             extra_env["PYTHONPATH"] = os.pathsep.join(
                 [str(Path(tmp) / "site"), str(Path(__file__).resolve().parent),
                  *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -319,19 +339,20 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         time.sleep(max(0.0, start + 2.0 - time.time()))  # the ranks' steady output
         cpu0, t0 = supervisor.cpu_times(), time.time()
         json0 = layout.json_lines_bytes(session)
-        run0 = run_time_s(supervisor.pid)
+        # All its threads: the native looker's too.
+        run0 = threads_run_time_s(supervisor.pid)
         launcher0 = threads_run_time_s(meta["job_pid"])  # torchrun, or the plain parent
-        switches0 = supervisor.num_ctx_switches().voluntary
+        switches0 = voluntary_switches(supervisor)
         time.sleep(max(1.0, seconds - 3.0))
         cpu1, t1 = supervisor.cpu_times(), time.time()
         json1 = layout.json_lines_bytes(session)
-        run1 = run_time_s(supervisor.pid)
+        run1 = threads_run_time_s(supervisor.pid)
         launcher1 = threads_run_time_s(meta["job_pid"])
-        wakeups = (supervisor.num_ctx_switches().voluntary - switches0) / (t1 - t0)
+        wakeups = (voluntary_switches(supervisor) - switches0) / (t1 - t0)
         rss = supervisor.memory_info().rss
         proc.wait(timeout=seconds + 120)
         tick_share = ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (t1 - t0)
-        share = tick_share if run0 is None or run1 is None else (run1 - run0) / (t1 - t0)
+        share = (run1 - run0) / (t1 - t0) if run0 else tick_share
         if take_out and b'"kind":"step"' in \
                 (session / "events.jsonl").read_bytes().replace(b" ", b""):
             raise SystemExit("--floor: the supervisor recorded steps: its lines' handling "
