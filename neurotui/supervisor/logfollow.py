@@ -175,8 +175,9 @@ class _LogStep(msgspec.Struct, omit_defaults=True, gc=False):
     samples_from: str | None = None
 
 
-_LogFigures = tuple[list[StepFigures], list[float], int | None, bool]
-"""Step lines of one log read the short way (parse_figures_many): their figures, stamps, the
+_LogFigures = tuple[list[str], list[float], int | None, bool]
+"""Lines of one log to be read the short way (parse_figures_many) where they are all step
+lines of a shape it knows, with the other logs' of a take or poll: their text, stamps, the
 log's rank (for lines that print none) and whether the stall watch is told of them."""
 _encode_step_lines = msgspec.json.Encoder().encode_lines
 _INT_MAX = 2**63  # msgspec writes integers of 64 bits; the writer's encoder, any
@@ -733,9 +734,10 @@ class LogFollower:
                 return
             self._looker = _NativeLooker()
         looked = [followed for followed in self._timed if followed.fd is not None]
-        self._take_native_looks(self._looker.set_logs(
-            [(followed.fd, followed.seen, followed.grew_at) for followed in looked]))
-        self._looked = looked
+        if looked != self._looked:  # (each second while busy _retime asks: mostly the same)
+            self._take_native_looks(self._looker.set_logs(
+                [(followed.fd, followed.seen, followed.grew_at) for followed in looked]))
+            self._looked = looked
         self._looker.set_interval(self._batch_s if self._busy and looked else 0.0)
 
     def _take_native_looks(self, taken: Taken | None = None) -> None:
@@ -1311,15 +1313,15 @@ class LogFollower:
         # A placed log's rank is timed by the probe's steps, which the stall watch has: it
         # prefers them to log lines, so it is not told of each line as well.
         watched = not followed.placed
-        read = self.parser.parse_figures_many(lines)
-        if read is not None:
-            if figures is None:
-                self._record_figures([(read, stamps, rank, watched)])
-            else:
-                figures.append((read, stamps, rank, watched))
-            return
-        if figures:
-            self._record_figures(figures)
+        if figures is None:
+            self._record_figures([(lines, stamps, rank, watched)])
+        else:
+            figures.append((lines, stamps, rank, watched))  # parsed with the other logs'
+
+    def _take_values(self, lines: list[str], stamps: list[float], rank: int | None,
+                     watched: bool) -> None:
+        """Lines of one log that are not all step lines of a shape the short way knows: each
+        parsed whole (parse_values_many), and recorded as a step or compile line."""
         steps: list[_LogStep] = []
         for record, stamp, line in zip(self.parser.parse_values_many(lines), stamps, lines,
                                        strict=True):
@@ -1432,12 +1434,42 @@ class LogFollower:
         self._steps_written += 1
 
     def _record_figures(self, figures: list[_LogFigures]) -> None:
-        """The records _record_step makes of step lines that print no figure but the step,
-        rank, samples and loss (parse_figures_many: the lines of busy logs, hundreds a
-        second), of one log or several, written in one go: without a StepValues a line, or
-        the tests for what such a line never prints (a bar's count, a running total, the
-        job's batch, a rate). tests/unit/test_step_figures.py holds the two to the same
-        records. `figures` is emptied."""
+        """The lines of `figures` (of one log or several, in the order read) recorded: all
+        of them parsed in one go where every one is a step line that prints no figure but
+        the step, rank, samples and loss (parse_figures_many: the lines of busy logs,
+        hundreds a second; a call for each log's ten lines a second cost about twice as
+        much a line), else each log's alone, and a log's that are not such lines the long
+        way (_take_values). `figures` is emptied."""
+        if not figures:
+            return
+        parse = self.parser.parse_figures_many
+        read = parse(figures[0][0] if len(figures) == 1 else
+                     [line for lines, *_ in figures for line in lines])
+        if read is None:
+            parsed: list[list[StepFigures] | None] = [read] if len(figures) == 1 else \
+                [parse(lines) for lines, *_ in figures]
+        else:
+            parsed, at = [], 0
+            for lines, *_ in figures:
+                parsed.append(read[at:at + len(lines)])
+                at += len(lines)
+        run: list[tuple[list[StepFigures], list[float], int | None, bool]] = []
+        for (lines, stamps, rank, watched), figures_read in zip(figures, parsed, strict=True):
+            if figures_read is not None:
+                run.append((figures_read, stamps, rank, watched))
+                continue
+            self._record_parsed(run)  # those read before it first, in the order read
+            run = []
+            self._take_values(lines, stamps, rank, watched)
+        self._record_parsed(run)
+        figures.clear()
+
+    def _record_parsed(self, figures: list[tuple[list[StepFigures], list[float], int | None,
+                                                 bool]]) -> None:
+        """The records _record_step makes of step lines read the short way, written in one
+        go: without a StepValues a line, or the tests for what such a line never prints (a
+        bar's count, a running total, the job's batch, a rate). tests/unit/test_step_figures.py
+        holds the two to the same records."""
         if not figures:
             return
         counters, probed = self._step_counters, self._probed_ranks
@@ -1490,7 +1522,6 @@ class LogFollower:
                 run_times.append(stamp)
             if run_steps:
                 self._end_run(run_rank, last, last_t, run_steps, run_times, told)
-        figures.clear()
         self._write_steps(steps)
 
     def _end_run(self, rank: int | None, last: int | None, last_t: float, steps: list[int],

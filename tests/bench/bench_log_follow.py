@@ -40,11 +40,16 @@ share of a core (with a start in each run where runs come further apart than LIN
 keeper is let go between them); its start (an interpreter, numpy and the reader, paid once)
 and the memory it holds between runs are reported beside.
 
+The supervisor's CPU is all its threads': busy logs are looked at on the batch's timer by the
+native looker's thread (supervisor/_looker.c; an fstat a log a look, ten looks a second), and
+its main thread wakes for its polls (each line read, parsed and recorded once a second) and
+telemetry. Each thread's share is given.
+
 Anchors, measured in the same run: a Python process that only sleeps and wakes as often as the
-supervisor did (on this VM each wakeup alone costs about 0.1 ms of CPU); the same loop doing
-one fstat per line the supervisor read (its stamps are the logs' modification times), the
-least that stamps each line by when it was written; and, at the end, the supervisor of the
-same ranks printing nothing (its telemetry and its second's loop, which every case pays).
+supervisor's main thread did (on this VM each wakeup alone costs about 0.1 ms of CPU); and, at
+the end, the supervisor of the same ranks printing nothing (its telemetry and its second's
+loop, which every case pays). With --python-looks (the default), each launcher's runner case
+again with the looks made from Python, as where the C looker was not built.
 
 With --floor (the default), each launcher's runner case again with the supervisor's handling
 of the lines taken out (TAKE_OUT: in that process only, whatever a read gained is dropped
@@ -224,6 +229,13 @@ def threads_run_time_s(pid: int) -> float:
     return sum(run_time_s(int(tid)) or 0.0 for tid in threads)
 
 
+def threads_said(figures: dict[str, float]) -> str:
+    """Its main thread's share, and the rest's: the native looker's thread, where it looks."""
+    rest = figures["cpu_share"] - figures["main_share"]
+    return f"its main thread {figures['main_share']:.2%}" + (
+        f", the native looker's thread {rest:.2%}" if rest >= 0.00005 else "")
+
+
 def voluntary_switches(process: psutil.Process) -> int:
     """The process's wakeups so far, all its threads' (psutil's count is its first
     thread's)."""
@@ -339,16 +351,22 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         time.sleep(max(0.0, start + 2.0 - time.time()))  # the ranks' steady output
         cpu0, t0 = supervisor.cpu_times(), time.time()
         json0 = layout.json_lines_bytes(session)
-        # All its threads: the native looker's too.
+        # All its threads: the native looker's too. Its first thread's alone beside them.
         run0 = threads_run_time_s(supervisor.pid)
+        main0 = run_time_s(supervisor.pid) or 0.0
+        main_switches0 = supervisor.num_ctx_switches().voluntary
         launcher0 = threads_run_time_s(meta["job_pid"])  # torchrun, or the plain parent
         switches0 = voluntary_switches(supervisor)
         time.sleep(max(1.0, seconds - 3.0))
         cpu1, t1 = supervisor.cpu_times(), time.time()
         json1 = layout.json_lines_bytes(session)
         run1 = threads_run_time_s(supervisor.pid)
+        main1 = run_time_s(supervisor.pid) or 0.0
         launcher1 = threads_run_time_s(meta["job_pid"])
         wakeups = (voluntary_switches(supervisor) - switches0) / (t1 - t0)
+        main_wakeups = (supervisor.num_ctx_switches().voluntary - main_switches0) / (t1 - t0)
+        threads = {"main_share": (main1 - main0) / (t1 - t0),
+                   "main_wakeups_per_s": main_wakeups}
         rss = supervisor.memory_info().rss
         proc.wait(timeout=seconds + 120)
         tick_share = ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (t1 - t0)
@@ -358,7 +376,8 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
             raise SystemExit("--floor: the supervisor recorded steps: its lines' handling "
                              "was not taken out")
         if rate == 0 or take_out:  # the quiet job, or no line taken: none to check
-            return {"cpu_share": share, "wakeups_per_s": wakeups, "rss_mb": rss / 1e6}
+            return {"cpu_share": share, "wakeups_per_s": wakeups, "rss_mb": rss / 1e6,
+                    **threads}
         written = {(r, s): t for rank in range(ranks)
                    for r, s, t in json.loads(Path(f"{truth}.{rank}").read_text())}
         stamped = {}
@@ -379,7 +398,8 @@ def run(ranks: int, rate: float, seconds: float, *, watch: bool = True,
         auto = steps[steps["src"].astype(str) == "auto"]
         with_loss = float(auto["loss"].notna().mean()) if len(auto) else float("nan")
         keeper = keeper_share(session, (json1 - json0) / (t1 - t0))
-    return {**keeper, "cpu_share": share, "tick_share": tick_share, "wakeups_per_s": wakeups,
+    return {**keeper, **threads, "cpu_share": share, "tick_share": tick_share,
+            "wakeups_per_s": wakeups,
             "rss_mb": rss / 1e6, "launcher_share": (launcher1 - launcher0) / (t1 - t0),
             "system_share": (cpu1.system - cpu0.system) / (t1 - t0),
             "found": len(late) / len(written),
@@ -407,6 +427,9 @@ def main() -> int:
     p.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
                    help="also each launcher's runner case with the supervisor's handling of "
                    "the lines taken out: what no handling of them can go under")
+    p.add_argument("--python-looks", action=argparse.BooleanOptionalAction, default=True,
+                   help="also each launcher's runner case with busy logs looked at from "
+                   "Python, as where the C looker (supervisor/_looker.c) was not built")
     args = p.parse_args()
     ok = True
     launchers = args.launchers.split(",")
@@ -420,10 +443,8 @@ def main() -> int:
     for ranks, rate, watch, shape, launcher, auto_probe in cases:
         figures = run(ranks, rate, args.seconds, watch=watch, lines=shape, launcher=launcher,
                       auto_probe=auto_probe)
-        anchor = idle_loop_share(figures["wakeups_per_s"])
-        # One fstat a line: the least that stamps every line by its log's write time.
-        looks = round(ranks * rate / figures["wakeups_per_s"]) if watch else 0
-        floor = idle_loop_share(figures["wakeups_per_s"], looks=looks)
+        # As often as its main thread woke (the looker's thread, where it looks, is C).
+        anchor = idle_loop_share(figures["main_wakeups_per_s"])
         truth = 1.0 / rate
         error = abs(figures["step_median_s"] / truth - 1)
         source = " + the automatic probe's steps" if auto_probe else ""
@@ -431,9 +452,11 @@ def main() -> int:
               f"({figures['method']}): "
               f"supervisor "
               f"{figures['cpu_share']:.2%} of one core (by clock ticks "
-              f"{figures['tick_share']:.2%}, {figures['system_share']:.2%} in the kernel), "
-              f"{figures['wakeups_per_s']:.1f} wakeups/s (an idle Python loop waking "
-              f"as often: {anchor:.2%}; and with an fstat a line read: {floor:.2%}), "
+              f"{figures['tick_share']:.2%}, {figures['system_share']:.2%} in the kernel; "
+              + threads_said(figures) +
+              f"), {figures['wakeups_per_s']:.1f} wakeups/s, "
+              f"{figures['main_wakeups_per_s']:.1f} of its main thread (an idle Python loop "
+              f"waking as often: {anchor:.2%}), "
               f"{figures['rss_mb']:.0f} MB; the job's launcher {figures['launcher_share']:.2%}; "
               f"{figures['found']:.1%} of "
               f"lines recorded; stamped {figures['late_median_ms']:.2f} ms late (median), "
@@ -457,12 +480,21 @@ def main() -> int:
                 ok &= figures["with_loss"] == 1.0
             if ranks == args.ranks and not auto_probe:  # (the target is the logs' path)
                 ok &= figures["cpu_share"] <= CPU_LIMIT and figures["rss_mb"] <= RSS_LIMIT_MB
+    for launcher in launchers if args.python_looks else ():
+        python_case = run(args.ranks, args.rate, args.seconds, lines="runner",
+                          launcher=launcher, python_looks=True)
+        print(f"{launcher}: {args.ranks} ranks x {args.rate:g} runner lines/s, busy logs "
+              "looked at from Python (where the C looker was not built): supervisor "
+              f"{python_case['cpu_share']:.2%} of one core, "
+              f"{python_case['wakeups_per_s']:.1f} wakeups/s, "
+              f"{python_case['found']:.1%} of lines recorded, median step "
+              f"{python_case['step_median_s'] * 1000:.1f} ms", flush=True)
     for launcher in launchers if args.floor else ():
         floor_case = run(args.ranks, args.rate, args.seconds, lines="runner", launcher=launcher,
                          take_out=True)
         print(f"{launcher}: {args.ranks} ranks x {args.rate:g} runner lines/s, the lines' "
               f"handling taken out (read, then dropped): supervisor "
-              f"{floor_case['cpu_share']:.2%} of one core, "
+              f"{floor_case['cpu_share']:.2%} of one core ({threads_said(floor_case)}), "
               f"{floor_case['wakeups_per_s']:.1f} wakeups/s, {floor_case['rss_mb']:.0f} MB "
               "(its wakeups, looks, reads, copies and telemetry: what no handling of the "
               "lines can go under)", flush=True)
@@ -470,7 +502,8 @@ def main() -> int:
         # What every case above pays before its first line: the second's loop and telemetry.
         quiet = run(args.ranks, 0.0, args.seconds, lines="runner", launcher=launcher)
         print(f"{launcher}: {args.ranks} ranks printing nothing: supervisor "
-              f"{quiet['cpu_share']:.2%} of one core, {quiet['wakeups_per_s']:.1f} wakeups/s, "
+              f"{quiet['cpu_share']:.2%} of one core ({threads_said(quiet)}), "
+              f"{quiet['wakeups_per_s']:.1f} wakeups/s, "
               f"{quiet['rss_mb']:.0f} MB (its telemetry and its second's loop: the part of "
               "each case above that is not its lines')", flush=True)
     print("PASS" if ok else f"FAIL (targets: supervisor <= {CPU_LIMIT:.1%} of a core at "

@@ -14,6 +14,7 @@ import pytest
 
 from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
+from neurotui.sources import steplog
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
@@ -52,6 +53,31 @@ def test_figures_are_the_records_figures_on_every_capture() -> None:
                 assert (record.throughput, record.dt, record.samples_total,
                         record.global_batch, record.bar_n) == (None,) * 5, (name, line)
     assert read.count("runner") == read.count("plain") == 1  # the short way was taken
+
+
+def test_the_lines_of_many_ranks_read_a_shape_at_a_time_are_each_lines_figures(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll's lines of 32 ranks' logs in one batch, of several shapes (ranks of one and two
+    digits, steps across a power of ten), shuffled: read a shape's lines at a time, and each
+    line's figures those of its own record."""
+    parser = StepLineParser.default()
+    lines = [RUNNER.format(n=n, rank=rank, loss=f"{1 / (n + rank):.4f}")
+             for n in range(95, 105) for rank in range(32)]
+    random.Random(3).shuffle(lines)
+    for _ in range(2):
+        records = parser.parse_values_many(lines)  # (the shapes learnt at their second line)
+    read_columns = steplog._ShapeMemo._read_columns
+    shapes_read: list[int] = []
+
+    def counted(memo: object, shape: bytes, group: list[str]) -> object:
+        shapes_read.append(len(group))
+        return read_columns(memo, shape, group)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(steplog._ShapeMemo, "_read_columns", counted)
+    figures = parser.parse_figures_many(lines)
+    assert figures is not None and repr(figures) == repr(_figures_of(records))
+    assert len(shapes_read) == 4 and sum(shapes_read) == len(lines)  # 2 x 2 shapes
+    assert parser.parse_figures_many([*lines, "just a line"]) is None  # one odd line: none
 
 
 @pytest.mark.parametrize("odd", [
@@ -181,7 +207,7 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
 
     def counted(parser: StepLineParser, lines: list[str]) -> list | None:
         figures = figures_of(parser, lines) if short_way else None
-        taken[0] += figures is not None
+        taken[0] += len(lines) if figures is not None else 0  # lines read the short way
         odd[0] += any((step or 0) > 2**63 or loss == math.inf for step, _, _, loss in figures or ())
         return figures
 
@@ -209,13 +235,18 @@ def test_a_followed_log_records_the_same_steps_either_way(
     long, none_taken, _, told_long = _follow(tmp_path / "long", rounds, monkeypatch,
                                              short_way=False)
     assert none_taken == 0
-    assert taken >= 60  # most batches went the short way (the first lines teach the shapes)
+    # Most lines went the short way (the first lines teach the shapes).
+    assert taken >= _lines_in(rounds) // 2
     assert odd >= 2  # and some of them with an infinite loss and a step past 64 bits
     assert short == long and told == told_long
     assert short.count("\n") > 800
     assert '"loss": Infinity' in short and '"loss": NaN' in short
     assert '"step": 98765432109876543237' in short
     assert '"samples_from":"throughput"' in short
+
+
+def _lines_in(rounds: list[list[list[str]]]) -> int:
+    return sum(len(lines) for per_rank in rounds for lines in per_rank)
 
 
 def _by_rank(steps: str) -> dict[int, list[str]]:
@@ -241,7 +272,7 @@ def test_logs_taken_together_record_what_each_read_alone_records(
                                          short_way=True, looked=True, stderr=True)
     alone, _, _, told_alone = _follow(tmp_path / "alone", rounds, monkeypatch,
                                       short_way=False, stderr=True)
-    assert taken >= 80 and odd >= 2
+    assert taken >= _lines_in(rounds) // 2 and odd >= 2
     assert _by_rank(together) == _by_rank(alone)
     assert told == told_alone and {rank for rank, _ in told} == {0, 1, 2, 3}
     assert together.count("\n") > 1000
