@@ -735,8 +735,13 @@ class LogFollower:
             self._looker = _NativeLooker()
         looked = [followed for followed in self._timed if followed.fd is not None]
         if looked != self._looked:  # (each second while busy _retime asks: mostly the same)
-            self._take_native_looks(self._looker.set_logs(
-                [(followed.fd, followed.seen, followed.grew_at) for followed in looked]))
+            try:
+                taken = self._looker.set_logs(
+                    [(followed.fd, followed.seen, followed.grew_at) for followed in looked])
+            except OSError:  # its thread could not be started (a limit on threads)
+                self._looker, self.native_looks = None, False  # looked at from Python
+                return
+            self._take_native_looks(taken)
             self._looked = looked
         self._looker.set_interval(self._batch_s if self._busy and looked else 0.0)
 

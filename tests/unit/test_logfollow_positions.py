@@ -3,6 +3,7 @@ between carriage returns as they come, and keeps every figure a line prints."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import selectors
@@ -16,6 +17,7 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
+from neurotui.supervisor import logfollow
 from neurotui.supervisor.logfollow import POLL_S, LogFollower, _Followed, _write_rate
 
 # NxD Training's bar, as its docs print it (../shared/fixtures/telemetry/
@@ -555,3 +557,32 @@ def test_whole_second_file_times_are_too_coarse_to_stamp_with(tmp_path) -> None:
               (int(now) - 2) * 1_000_000_000)
     follower.poll(now)
     assert list(steps_of(session, writer)["t"]) == pytest.approx([now], abs=1e-6)
+
+
+def test_where_the_looker_cannot_start_its_thread_the_looks_are_made_from_python(
+        tmp_path, monkeypatch) -> None:
+    """pthread_create refused (a limit on threads, EAGAIN): the busy logs are looked at from
+    Python as where the looker was not built, and no line is lost."""
+
+    class NoThread:
+        """The looker as where pthread_create fails: its first set_logs raises, as
+        _looker.c's start() does."""
+
+        def set_logs(self, logs: list) -> list:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(logfollow, "_NativeLooker", NoThread)
+    session, writer, follower = new_follower(tmp_path, native_looks=True)
+    logs = _rank_logs(session, 8)
+    follower.poll(time.time())
+    _write_busily(follower, logs, 2.3, lines=1)
+    assert follower.batch_s is not None and follower._looker is None  # busy, from Python
+    assert follower.timing["batch_looks"] == "python"
+    for log in logs:
+        log.close()
+    follower.poll(time.time(), final=True)
+    steps = steps_of(session, writer)
+    assert len(steps) == 8 * steps["step"].max()  # every line of every log
