@@ -17,6 +17,7 @@ thread).
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -340,22 +341,14 @@ Looker_close(Looker *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* A counter of the looker's (`closure`: its offset in the struct), read under the mutex. */
 static PyObject *
-Looker_passes(Looker *self, void *Py_UNUSED(closure))
+Looker_counter(Looker *self, void *closure)
 {
     pthread_mutex_lock(&self->mutex);
-    unsigned long long passes = self->passes;
+    unsigned long long value = *(unsigned long long *)((char *)self + (size_t)closure);
     pthread_mutex_unlock(&self->mutex);
-    return PyLong_FromUnsignedLongLong(passes);
-}
-
-static PyObject *
-Looker_shared(Looker *self, void *Py_UNUSED(closure))
-{
-    pthread_mutex_lock(&self->mutex);
-    unsigned long long shared = self->shared;
-    pthread_mutex_unlock(&self->mutex);
-    return PyLong_FromUnsignedLongLong(shared);
+    return PyLong_FromUnsignedLongLong(value);
 }
 
 static void
@@ -378,9 +371,11 @@ static PyMethodDef Looker_methods[] = {
 };
 
 static PyGetSetDef Looker_getset[] = {
-    {"passes", (getter)Looker_passes, NULL, "Passes over the logs made so far.", NULL},
-    {"shared", (getter)Looker_shared, NULL,
-     "Looks folded into a log's last, its looks full (Python took none for minutes).", NULL},
+    {"passes", (getter)Looker_counter, NULL, "Passes over the logs made so far.",
+     (void *)offsetof(Looker, passes)},
+    {"shared", (getter)Looker_counter, NULL,
+     "Looks folded into a log's last, its looks full (Python took none for minutes).",
+     (void *)offsetof(Looker, shared)},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

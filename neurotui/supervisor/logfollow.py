@@ -798,10 +798,6 @@ class LogFollower:
         """Read what the logs gained; `final` (the job has exited) records where they end."""
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
-        if self._looker is not None:
-            # Each second, as a batch's wakeup would (none comes while the looker looks).
-            self._take_native_looks()
-            self._count_changes(now)
         probed = self._probe_folder.files()
         if not probed.keys() <= self._probed_ranks:
             self._probed_ranks.update(probed)
@@ -809,7 +805,11 @@ class LogFollower:
         # Before anything else: a log the probe's steps now place has its looked lines placed,
         # not stamped (the first second of its steps), and lines are taken in the order read.
         self._place_new_logs()
-        self.take_read()
+        self.take_read()  # (with what the native looker's looks found)
+        if self._looker is not None:
+            # Each second, as a batch's wakeup would (none comes while the looker looks):
+            # after the take, whose looks are the second's count.
+            self._count_changes(now)
         self._discover(now)
         self._place_new_logs()  # (a log found just now)
         # The short way's step lines of the placed logs (the default torch path: every rank's

@@ -21,6 +21,9 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tests.bench.bench_log_follow import voluntary_switches as switches  # noqa: E402
 
 
 def free_port() -> int:
@@ -33,10 +36,6 @@ def train_cmd(steps: int) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
             str(REPO / "runner" / "train_vit.py"), "--model", "vit-tiny", "--image-size", "32",
             "--batch-size", "16", "--workers", "1", "--device", "cpu", "--steps", str(steps)]
-
-
-def switches(proc: psutil.Process) -> int:
-    return sum(psutil.Process(t.id).num_ctx_switches().voluntary for t in proc.threads())
 
 
 def main() -> int:
