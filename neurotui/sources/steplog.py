@@ -1654,9 +1654,37 @@ def _column(read: Callable[[str], float], pieces: tuple[str, ...]) -> Iterable[f
     all are the same text, as a log's rank and batch size mostly are (equal text, equal
     number: half a line's reading where two of its four figures do not change)."""
     first = pieces[0]
-    if pieces.count(first) == len(pieces):
+    if pieces[-1] == first and pieces.count(first) == len(pieces):
         return [read(first)] * len(pieces)
     return map(read, pieces)
+
+
+def _shape_runs(shaped: bytes, most: int) -> list[tuple[bytes, int, int]] | None:
+    """The runs of lines of one shape in `shaped` (the lines' shapes, joined by newlines):
+    each one's shape, and where its lines start and end; None where there are more than
+    `most`. Found by comparing the text with a run's shape repeated (no line's shape is
+    split off and compared on its own: a few comparisons of the text's bytes a run)."""
+    runs: list[tuple[bytes, int, int]] = []
+    text = shaped + b"\n"  # (each line its shape and a newline)
+    at = line = 0
+    while at < len(text):
+        if len(runs) == most:
+            return None
+        unit = text[at:text.index(b"\n", at) + 1]
+        # How many lines from `at` are of its shape: doubling while all are, then halving.
+        found, beyond = 1, 2
+        while text.startswith(unit * beyond, at):
+            found, beyond = beyond, beyond * 2
+        while beyond - found > 1:
+            middle = (found + beyond) // 2
+            if text.startswith(unit * middle, at):
+                found = middle
+            else:
+                beyond = middle
+        runs.append((unit[:-1], line, line + found))
+        at += found * len(unit)
+        line += found
+    return runs
 
 
 _GROUPED_MIN_LINES = 8
@@ -1723,18 +1751,31 @@ class _ShapeMemo:
             return []
         # The shapes of all the lines from one translate of their text, not one a line.
         shaped = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_SHAPE)
+        # Each run of lines of one shape read a column at a time: a log's step lines are of
+        # one shape (most batches are one run), and a poll's logs come in rank order, the
+        # ranks of one digit and of two each a run (about half the cost of a line at a
+        # time at 32 ranks' ten lines each). A line with a rank prefix: a line at a time.
+        runs = _shape_runs(shaped, max(1, len(lines) // _GROUPED_MIN_LINES))
+        if runs is not None and runs[-1][2] != len(lines):
+            return None  # (a line holding a newline: not one line)
+        if runs is not None and all(shape[:1] != b"[" for shape, _, _ in runs):
+            if len(runs) == 1:
+                return self._read_columns(runs[0][0], lines)
+            figures = []
+            for shape, start, end in runs:
+                read = self._read_columns(shape, lines[start:end])
+                if read is None:
+                    return None
+                figures += read
+            return figures
         shapes = shaped.split(b"\n")
         if len(shapes) != len(lines):
-            return None  # (a line holding a newline: not one line)
+            return None
         first = shapes[0]
-        if first[:1] != b"[" and shapes.count(first) == len(shapes):
-            # One shape (a log's step lines, most batches): read a column at a time.
-            return self._read_columns(first, lines)
         if len(lines) >= 2 * _GROUPED_MIN_LINES and first[:1] != b"[" and \
-                b"\n[" not in shaped:  # (a line with a rank prefix: a line at a time)
-            # A few shapes (the lines of many ranks' logs, whose ranks differ in digits):
-            # a column at a time of each shape's lines (about half the cost of a line at a
-            # time at 32 ranks' ten lines each).
+                b"\n[" not in shaped:
+            # A few shapes, each one's lines apart from each other: gathered, each shape's
+            # read a column at a time.
             at: dict[bytes, list[int]] = {}
             for index, shape in enumerate(shapes):
                 at.setdefault(shape, []).append(index)

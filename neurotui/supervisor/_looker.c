@@ -22,6 +22,7 @@ thread).
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_LOOKS 4096 /* a log's, untaken: minutes of output at a look a line */
 #define MTIME_SLACK_S 0.05 /* logfollow.MTIME_SLACK_S */
@@ -362,6 +363,95 @@ Looker_dealloc(Looker *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+PyDoc_STRVAR(read_looked_doc,
+"read_looked(fd: int, offset: int, most: int, looks: list[tuple[int, float]])\n"
+"    -> tuple[bytes, list[float], int]\n\n"
+"What a log gained from `offset` up to its last look's size (at most `most` bytes), read\n"
+"with pread; the stamp of each line it ends (of the first look whose size holds the line's\n"
+"newline: the look that saw it whole); and how many of those lines came in a look after\n"
+"another's (LogFollower._take_looked_lines' loop, outside Python). `looks` are (size,\n"
+"stamp) by size. Raises OSError where the read fails.");
+
+static PyObject *
+read_looked(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyList_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "read_looked(fd, offset, most, looks: list)");
+        return NULL;
+    }
+    long fd = PyLong_AsLong(args[0]);
+    long long offset = PyLong_AsLongLong(args[1]);
+    long long most = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *looks = args[3];
+    Py_ssize_t n = PyList_GET_SIZE(looks);
+    long long last = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* every look a (size, stamp), the last's size */
+        PyObject *look = PyList_GET_ITEM(looks, i);
+        if (!PyTuple_Check(look) || PyTuple_GET_SIZE(look) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a look is a (size, stamp) tuple");
+            return NULL;
+        }
+        last = PyLong_AsLongLong(PyTuple_GET_ITEM(look, 0));
+        if (last == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    long long want = last - offset < most ? last - offset : most;
+    if (want < 0)
+        want = 0;
+    PyObject *data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)want);
+    if (data == NULL)
+        return NULL;
+    char *buffer = PyBytes_AS_STRING(data);
+    ssize_t got = 0;
+    if (want > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        got = pread((int)fd, buffer, (size_t)want, (off_t)offset);
+        Py_END_ALLOW_THREADS
+        if (got < 0) {
+            Py_DECREF(data);
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        if (got < want && _PyBytes_Resize(&data, (Py_ssize_t)got) < 0)
+            return NULL;
+        buffer = PyBytes_AS_STRING(data);
+    }
+    PyObject *stamps = PyList_New(0);
+    if (stamps == NULL) {
+        Py_DECREF(data);
+        return NULL;
+    }
+    long long shared = 0;
+    Py_ssize_t at = 0;       /* the look that saw the line being stamped whole */
+    long long in_look = 0;   /* lines that look saw whole so far */
+    long long size = n ? PyLong_AsLongLong(PyTuple_GET_ITEM(PyList_GET_ITEM(looks, 0), 0)) : 0;
+    const char *from = buffer, *end = buffer + got;
+    const char *newline;
+    while (n && (newline = memchr(from, '\n', (size_t)(end - from))) != NULL) {
+        long long position = offset + (newline - buffer);
+        while (size <= position && at < n - 1) {
+            at++;
+            in_look = 0;
+            size = PyLong_AsLongLong(PyTuple_GET_ITEM(PyList_GET_ITEM(looks, at), 0));
+        }
+        if (in_look++)
+            shared++;
+        if (PyList_Append(stamps, PyTuple_GET_ITEM(PyList_GET_ITEM(looks, at), 1)) < 0) {
+            Py_DECREF(data);
+            Py_DECREF(stamps);
+            return NULL;
+        }
+        from = newline + 1;
+    }
+    return Py_BuildValue("(NNL)", data, stamps, shared);
+}
+
+static PyMethodDef module_functions[] = {
+    {"read_looked", (PyCFunction)(void (*)(void))read_looked, METH_FASTCALL, read_looked_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef Looker_methods[] = {
     {"set_logs", (PyCFunction)Looker_set_logs, METH_O, set_logs_doc},
     {"set_interval", (PyCFunction)Looker_set_interval, METH_O, set_interval_doc},
@@ -396,6 +486,7 @@ static struct PyModuleDef module = {
     .m_name = "neurotui.supervisor._looker",
     .m_doc = PyDoc_STR("The busy logs' looks, in a thread outside Python (see logfollow.py)."),
     .m_size = -1,
+    .m_methods = module_functions,
 };
 
 PyMODINIT_FUNC

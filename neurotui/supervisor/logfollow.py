@@ -49,9 +49,12 @@ from neurotui.supervisor.stepoffsets import FileId
 
 try:  # built from _looker.c at install, where a C compiler was there
     from neurotui.supervisor._looker import Looker as _NativeLooker
+    from neurotui.supervisor._looker import read_looked as _read_looked
 except ImportError:  # not built: busy logs are looked at from Python (_look), at more cost
-    _NativeLooker = None
+    _NativeLooker = _read_looked = None
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from neurotui.supervisor._looker import Looker, Taken
 
 _MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
@@ -278,6 +281,12 @@ class _Followed:
         size = min(upto - self.offset, _MAX_READ)
         chunk = os.pread(self.fd, size, self.offset) if size > 0 and self.fd is not None \
             else b""
+        self.took(chunk, now)
+        return chunk
+
+    def took(self, chunk: bytes, now: float) -> None:
+        """`chunk`, read from where the last read ended: copied on for a spool file, whose
+        memory is given back once copied (spool.punch_hole)."""
         self.offset += len(chunk)
         if self.copy is not None:
             self.copy.write(chunk, now)
@@ -286,7 +295,6 @@ class _Followed:
             upto = copied - copied % 4096  # whole pages only
             if upto > self.freed and spool.punch_hole(self.fd, self.freed, upto):
                 self.freed = upto
-        return chunk
 
     def close(self) -> None:
         if self.fd is not None:
@@ -427,6 +435,30 @@ def _write_rate(followed: _Followed, elapsed: float) -> float:
     return rate
 
 
+def _looked_stamps(whole: bytes, base: int, seen: list[tuple[int, float]],
+                   ) -> tuple[list[float], int]:
+    """The stamp of each line `whole` (which begins at byte `base`) ends, by the looks that
+    saw the log grow (`seen`: each one's size and stamp), and how many of those lines came
+    in a look after another's: _looker.c's read_looked, in Python."""
+    # The lines a look saw whole are those whose newline is before its size: one, mostly
+    # (a look a line). The last look saw all that was read (to its size, or less: a read
+    # cut at _MAX_READ).
+    stamps: list[float] = []
+    count = whole.count
+    at = shared = 0
+    for size, stamp in seen:
+        upto = size - base
+        if upto > at:
+            lines = count(b"\n", at, upto)
+            if lines == 1:
+                stamps.append(stamp)
+            elif lines:
+                stamps += [stamp] * lines
+                shared += lines - 1
+            at = upto
+    return stamps, shared
+
+
 def _line_ends(data: bytes, base: int) -> list[int]:
     """Where each complete line of `data` (which begins at byte `base`) ends, past its
     newline."""
@@ -495,7 +527,10 @@ class LogFollower:
     """Busy logs are looked at on the batch's timer by a thread outside Python (_looker.c),
     where it was built, and the supervisor wakes only for its polls: the looks, an fstat
     each in Python, and the wakeups were most of its cost at 32 ranks x 10 lines a second.
-    False: from Python (_look), as where it was not built."""
+    False: from Python (_look), as where it was not built; and the looks' lines read and
+    stamped in Python too (_take_looked_lines' loop; _looker.c's read_looked otherwise)."""
+    _read_looked: Callable[[int, int, int, list[tuple[int, float]]],
+                           tuple[bytes, list[float], int]] | None = None
     _looker: Looker | None = None  # the native looker, made when the logs first get busy
     _looked: list[_Followed] = field(default_factory=list)
     """The logs the looker looks at, in the order given: its notes name them by index."""
@@ -527,6 +562,7 @@ class LogFollower:
     def __post_init__(self) -> None:
         if self.watch:
             self._changes = _changes()
+        self._read_looked = _read_looked if self.native_looks else None
         self._probe_folder = layout.ProbeFolder(self.session_dir)
 
     def fileno(self) -> int | None:
@@ -1124,12 +1160,19 @@ class LogFollower:
         # saw it whole. The step lines of the short way (_record_figures) wait in `figures`
         # and are recorded together: one encoding a poll, not one a log.
         figures: list[_LogFigures] = []
+        read_looked = self._read_looked
         try:
             for followed in deferred:
                 seen, followed.looks = followed.looks, []
                 start, last_seen = followed.offset, seen[-1][0]
+                stamped: tuple[list[float], int] | None = None
                 try:
-                    data = followed.read_chunk(seen[0][1], last_seen)
+                    if read_looked is not None and followed.fd is not None:
+                        # Read, and each line's stamp found, in one call outside Python.
+                        data, *stamped = read_looked(followed.fd, start, _MAX_READ, seen)
+                        followed.took(data, seen[0][1])
+                    else:
+                        data = followed.read_chunk(seen[0][1], last_seen)
                 except OSError:
                     data = b""
                 if not data:
@@ -1144,7 +1187,7 @@ class LogFollower:
                     self._record_figures(figures)  # those read before it first, in the order read
                     self._take_pieces(followed, _Pieces(start, data), seen)
                 else:
-                    self._take_looked_lines(followed, start, data, seen, figures)
+                    self._take_looked_lines(followed, start, data, seen, figures, stamped)
         finally:  # (what was read before a failure is recorded all the same)
             self._record_figures(figures)
 
@@ -1160,31 +1203,18 @@ class LogFollower:
             self._take_chunk(followed, piece, stamp)
 
     def _take_looked_lines(self, followed: _Followed, start: int, data: bytes,
-                           seen: list[tuple[int, float]], figures: list[_LogFigures]) -> None:
+                           seen: list[tuple[int, float]], figures: list[_LogFigures],
+                           stamped: tuple[list[float], int] | None = None) -> None:
         """Whole lines without a carriage return (every step line comes this way), read in
         one go from `start` and each stamped with the first look that saw all of it; step
-        lines of the short way wait in `figures` (_take_lines)."""
-        base = start - len(followed.pending)  # where `whole` starts in the file
+        lines of the short way wait in `figures` (_take_lines). `stamped`: the lines' stamps
+        and how many shared one, found as the read was made (_looker.c's read_looked)."""
         whole = followed.pending + data
         cut = whole.rfind(b"\n")
         if cut >= 0:
+            stamps, shared = stamped if stamped is not None else \
+                _looked_stamps(whole, start - len(followed.pending), seen)
             followed.pending = whole[cut + 1:]
-            # The lines a look saw whole are those whose newline is before its size: one,
-            # mostly (a look a line). The last look saw all that was read (to its size, or
-            # less: a read cut at _MAX_READ), and no newline follows `cut`.
-            stamps: list[float] = []
-            count = whole.count
-            at = shared = 0
-            for size, stamp in seen:
-                upto = size - base
-                if upto > at:
-                    lines = count(b"\n", at, upto)
-                    if lines == 1:
-                        stamps.append(stamp)
-                    elif lines:
-                        stamps += [stamp] * lines
-                        shared += lines - 1
-                    at = upto
             self._count_shared(len(stamps), shared)
             text = whole[:cut].decode("utf-8", "replace")
             self._take_lines(followed, text.split("\n"), stamps, figures)

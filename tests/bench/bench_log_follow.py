@@ -193,7 +193,7 @@ TAKE_OUT = AFTER_IMPORT.format(
 PYTHON_LOOKS = AFTER_IMPORT.format(
     why="the bench's --python-looks: busy logs are looked at from Python, as where the C "
         "looker\n# (supervisor/_looker.c) was not built.",
-    what="module._NativeLooker = None")
+    what="module._NativeLooker = module._read_looked = None")
 
 
 def idle_loop_share(wakeups_per_s: float, seconds: float = 10.0, looks: int = 0) -> float:

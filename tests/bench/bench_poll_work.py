@@ -101,6 +101,7 @@ def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
     from neurotui.session import layout
     from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
     from neurotui.sources.steplog import StepLineParser
+    from neurotui.supervisor import logfollow
     from neurotui.supervisor.logfollow import LogFollower
     from neurotui.supervisor.stallwatch import StallWatch
 
@@ -133,6 +134,9 @@ def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
     # supervisor.
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False,
                            native_looks=False)
+    # Its reads of what the looks saw as in the supervisor: by _looker.c's read_looked where
+    # it was built (which has no clock of its own).
+    follower._read_looked = logfollow._read_looked
     changes = follower.fileno()
     if changes is None:
         raise SystemExit("no inotify here: the supervisor would poll the logs")

@@ -134,3 +134,38 @@ def test_the_thread_blocks_every_signal_and_ends_at_close(logs) -> None:
     looker.close()
     assert thread not in os.listdir("/proc/self/task")
     looker.close()  # twice: nothing
+
+
+def test_read_looked_reads_and_stamps_each_line_as_the_python_loop_does(tmp_path: Path) -> None:
+    """_looker.c's read_looked against logfollow._looked_stamps (the loop it replaces, kept
+    where the module was not built), on a real file: random lines, looks at random sizes
+    (some before the read's start, some within a line), reads cut short by `most`, and the
+    read's bytes those of the file."""
+    import random
+
+    from neurotui.supervisor._looker import read_looked
+
+    rng = random.Random(5)
+    path = tmp_path / "rank.log"
+    text = b"".join(b"x" * rng.randint(0, 30) + b"\n" * rng.choice([1, 1, 1, 2])
+                    for _ in range(400)) + b"a line still being written"
+    path.write_bytes(text)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for _ in range(300):
+            offset = rng.randint(0, len(text) - 1)
+            sizes = sorted(rng.sample(range(1, len(text) + 1), rng.randint(1, 12)))
+            looks = [(size, 1000.0 + i) for i, size in enumerate(sizes)]
+            most = rng.choice([1 << 20, rng.randint(1, 200)])
+            data, stamps, shared = read_looked(fd, offset, most, looks)
+            assert data == text[offset:max(offset, min(sizes[-1], offset + most))]
+            pending = b"p" * rng.randint(0, 3)  # (a line's start read before: no newline)
+            assert (stamps, shared) == logfollow._looked_stamps(
+                pending + data, offset - len(pending), looks)
+        assert read_looked(fd, 10, 100, []) == (b"", [], 0)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        read_looked(fd, 0, 100, [(5, 1.0)])  # (closed: the read fails)
+    with pytest.raises(TypeError):
+        read_looked(0, 0, 100, [[5, 1.0]])  # (a look is a tuple)

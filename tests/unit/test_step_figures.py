@@ -80,6 +80,36 @@ def test_the_lines_of_many_ranks_read_a_shape_at_a_time_are_each_lines_figures(
     assert parser.parse_figures_many([*lines, "just a line"]) is None  # one odd line: none
 
 
+def test_the_lines_of_logs_in_rank_order_are_read_a_run_of_one_shape_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll's lines as they come, a log at a time in rank order: the ranks of one digit and
+    those of two are each one run of lines, read as they stand (two reads), and each line's
+    figures are those of its own record. Where the lines of a shape are apart (a step across
+    a power of ten within each log), its lines are gathered first, and read the same."""
+    parser = StepLineParser.default()
+    in_order = [RUNNER.format(n=n, rank=rank, loss=f"{1 / (n + rank):.4f}")
+                for rank in range(32) for n in range(100, 110)]
+    apart = [RUNNER.format(n=n, rank=rank, loss=f"{1 / (n + rank):.4f}")
+             for rank in range(32) for n in range(95, 105)]
+    for _ in range(2):  # (the shapes learnt at their second line)
+        records = {"in order": parser.parse_values_many(in_order),
+                   "apart": parser.parse_values_many(apart)}
+    read_columns = steplog._ShapeMemo._read_columns
+    shapes_read: list[int] = []
+
+    def counted(memo: object, shape: bytes, group: list[str]) -> object:
+        shapes_read.append(len(group))
+        return read_columns(memo, shape, group)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(steplog._ShapeMemo, "_read_columns", counted)
+    for name, lines, reads in [("in order", in_order, [100, 220]),
+                               ("apart", apart, [50, 50, 110, 110])]:
+        shapes_read.clear()
+        figures = parser.parse_figures_many(lines)
+        assert figures is not None and repr(figures) == repr(_figures_of(records[name]))
+        assert sorted(shapes_read) == reads, name
+
+
 @pytest.mark.parametrize("odd", [
     "..........Compiler status PASS",  # a compile line
     "[1]:step 106 loss 2.2456 lr 0.001",  # a rank prefix: the text is not the line
@@ -88,6 +118,7 @@ def test_the_lines_of_many_ranks_read_a_shape_at_a_time_are_each_lines_figures(
     "neurotui-runner step=12 rank=3 samples=16 loss=6.9077 dt=0.1234",  # another figure
     "step 110 loss 2.6456 lr 0.001 " + "x" * 70_000,  # over the line limit
     "just a line the script printed",  # no step at all
+    "step 111 loss 2.7456 lr 0.001\nstep 112 loss 2.8456 lr 0.001",  # not one line
     "",
 ])
 def test_a_batch_with_one_other_line_goes_the_long_way(odd: str) -> None:
