@@ -10,6 +10,10 @@ LogFollower._grown would (the log's modification time, where that is when its la
 written); Python takes a second's looks at once, a log at a time. The thread never touches a Python object, so it runs beside the
 interpreter without its lock, and it blocks every signal (Python's handlers run in the main
 thread).
+
+read_looked, called by Python at its poll, reads what a log's looks saw and finds each line's
+stamp in one call, where Python made a read and went through the looks for each log
+(logfollow._looked_stamps, kept where this module was not built).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

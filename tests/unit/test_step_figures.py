@@ -55,8 +55,22 @@ def test_figures_are_the_records_figures_on_every_capture() -> None:
     assert read.count("runner") == read.count("plain") == 1  # the short way was taken
 
 
+@pytest.fixture
+def shapes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of lines of each shape's read a column at a time (_read_columns), as read."""
+    read_columns = steplog._ShapeMemo._read_columns
+    read: list[int] = []
+
+    def counted(memo: object, shape: bytes, group: list[str]) -> object:
+        read.append(len(group))
+        return read_columns(memo, shape, group)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(steplog._ShapeMemo, "_read_columns", counted)
+    return read
+
+
 def test_the_lines_of_many_ranks_read_a_shape_at_a_time_are_each_lines_figures(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        shapes_read: list[int]) -> None:
     """A poll's lines of 32 ranks' logs in one batch, of several shapes (ranks of one and two
     digits, steps across a power of ten), shuffled: read a shape's lines at a time, and each
     line's figures those of its own record."""
@@ -66,14 +80,6 @@ def test_the_lines_of_many_ranks_read_a_shape_at_a_time_are_each_lines_figures(
     random.Random(3).shuffle(lines)
     for _ in range(2):
         records = parser.parse_values_many(lines)  # (the shapes learnt at their second line)
-    read_columns = steplog._ShapeMemo._read_columns
-    shapes_read: list[int] = []
-
-    def counted(memo: object, shape: bytes, group: list[str]) -> object:
-        shapes_read.append(len(group))
-        return read_columns(memo, shape, group)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(steplog._ShapeMemo, "_read_columns", counted)
     figures = parser.parse_figures_many(lines)
     assert figures is not None and repr(figures) == repr(_figures_of(records))
     assert len(shapes_read) == 4 and sum(shapes_read) == len(lines)  # 2 x 2 shapes
@@ -81,7 +87,7 @@ def test_the_lines_of_many_ranks_read_a_shape_at_a_time_are_each_lines_figures(
 
 
 def test_the_lines_of_logs_in_rank_order_are_read_a_run_of_one_shape_at_a_time(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        shapes_read: list[int]) -> None:
     """A poll's lines as they come, a log at a time in rank order: the ranks of one digit and
     those of two are each one run of lines, read as they stand (two reads), and each line's
     figures are those of its own record. Where the lines of a shape are apart (a step across
@@ -94,14 +100,6 @@ def test_the_lines_of_logs_in_rank_order_are_read_a_run_of_one_shape_at_a_time(
     for _ in range(2):  # (the shapes learnt at their second line)
         records = {"in order": parser.parse_values_many(in_order),
                    "apart": parser.parse_values_many(apart)}
-    read_columns = steplog._ShapeMemo._read_columns
-    shapes_read: list[int] = []
-
-    def counted(memo: object, shape: bytes, group: list[str]) -> object:
-        shapes_read.append(len(group))
-        return read_columns(memo, shape, group)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(steplog._ShapeMemo, "_read_columns", counted)
     for name, lines, reads in [("in order", in_order, [100, 220]),
                                ("apart", apart, [50, 50, 110, 110])]:
         shapes_read.clear()
