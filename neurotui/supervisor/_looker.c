@@ -373,7 +373,7 @@ PyDoc_STRVAR(read_looked_doc,
 "What a log gained from `offset` up to its last look's size (at most `most` bytes), read\n"
 "with pread; the stamp of each line it ends (of the first look whose size holds the line's\n"
 "newline: the look that saw it whole); and how many of those lines came in a look after\n"
-"another's (LogFollower._take_looked_lines' loop, outside Python). `looks` are (size,\n"
+"another's (logfollow._looked_stamps, outside Python). `looks` are (size,\n"
 "stamp) by size. Raises OSError where the read fails.");
 
 static PyObject *

@@ -528,7 +528,7 @@ class LogFollower:
     where it was built, and the supervisor wakes only for its polls: the looks, an fstat
     each in Python, and the wakeups were most of its cost at 32 ranks x 10 lines a second.
     False: from Python (_look), as where it was not built; and the looks' lines read and
-    stamped in Python too (_take_looked_lines' loop; _looker.c's read_looked otherwise)."""
+    stamped in Python too (_looked_stamps; _looker.c's read_looked otherwise)."""
     _read_looked: Callable[[int, int, int, list[tuple[int, float]]],
                            tuple[bytes, list[float], int]] | None = None
     _looker: Looker | None = None  # the native looker, made when the logs first get busy
@@ -1169,8 +1169,10 @@ class LogFollower:
                 try:
                     if read_looked is not None and followed.fd is not None:
                         # Read, and each line's stamp found, in one call outside Python.
-                        data, *stamped = read_looked(followed.fd, start, _MAX_READ, seen)
+                        data, stamps, shared = read_looked(followed.fd, start, _MAX_READ,
+                                                           seen)
                         followed.took(data, seen[0][1])
+                        stamped = (stamps, shared)
                     else:
                         data = followed.read_chunk(seen[0][1], last_seen)
                 except OSError:
