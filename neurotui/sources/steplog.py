@@ -1526,6 +1526,20 @@ class StepLineParser:
         except Exception:  # text is untrusted: one odd line, and the batch goes the long way
             return None
 
+    def figure_runs_many(self, lines: list[str]) -> list[tuple[int, int, tuple[int, ...]]] | None:
+        """The runs of ``lines`` that parse_figures_many reads a run of one shape at a time,
+        each as (start, end, places): the places of the step, rank, samples and loss in each
+        of its lines ((start, end) each, -1 where the shape prints none), for a reader
+        outside Python (the supervisor's _steprecords.c), however many runs there are. None
+        where a line is not of a shape learnt to print those figures only, or begins with a
+        bracket (a rank prefix, perhaps), or holds a newline."""
+        if self._user_rules or not self._defaults or self._shapes is None:
+            return None
+        try:
+            return self._shapes.figure_runs(lines)
+        except Exception:  # text is untrusted: one odd line, and the batch goes the long way
+            return None
+
     def _parse_batch(self, lines: list[str], step_of: Callable[..., StepLine | StepValues | None],
                      ) -> list[StepValues | CompileLine | None]:
         """parse_values_many's lines, each by `step_of` (_step_of, or the shape memo's)."""
@@ -1587,9 +1601,12 @@ StepFigures = tuple["int | None", "int | None", "float | None", "float | None"]
 line, a plain `step N loss X` (StepLineParser.parse_figures_many)."""
 _FIGURE_ARGUMENTS = tuple(_STEP_VALUES_FIELDS.index(name)
                           for name in ("step", "rank", "samples", "loss"))
-_FiguresReader = tuple["Callable[[str], tuple[str, ...]]", int, int, int, int]
+_FiguresReader = tuple["Callable[[str], tuple[str, ...]]", int, int, int, int,
+                       "tuple[int, ...]"]
 """A _Reader of those four figures only: an itemgetter of its pieces of a line (one C call
-for all), and where each figure is among them (-1: the shape does not print it)."""
+for all), where each figure is among them (-1: the shape does not print it), and the four
+figures' places in the line, (start, end) each ((-1, -1): not printed), for the supervisor's
+reader outside Python (StepLineParser.figure_runs_many)."""
 _Learnt = tuple[_Recipe, "_Reader | None", "_FiguresReader | None"]
 
 
@@ -1598,15 +1615,18 @@ def _figures_reader(reader: _Reader | None) -> _FiguresReader | None:
     if reader is None:
         return None
     places = [-1, -1, -1, -1]
+    spans = [-1] * 8
     pieces = []
     for argument, start, end, _ in reader:
         if argument not in _FIGURE_ARGUMENTS:
             return None
-        places[_FIGURE_ARGUMENTS.index(argument)] = len(pieces)
+        figure = _FIGURE_ARGUMENTS.index(argument)
+        places[figure] = len(pieces)
+        spans[2 * figure:2 * figure + 2] = start, end
         pieces.append(slice(start, end))
     if len(pieces) == 1:
         pieces.append(slice(0, 0))  # itemgetter of one item gives the item, not a tuple
-    return (itemgetter(*pieces), *places)  # type: ignore[return-value]
+    return (itemgetter(*pieces), *places, tuple(spans))  # type: ignore[return-value]
 
 
 def _direct_reader(recipe: _Recipe, text: str) -> _Reader | None:
@@ -1795,7 +1815,7 @@ class _ShapeMemo:
             learnt = recipes.get(shape)
             if not learnt or learnt[2] is None:
                 return None
-            get, step, rank, samples, loss = learnt[2]
+            get, step, rank, samples, loss, _ = learnt[2]
             pieces = get(line)
             figures.append((
                 None if step < 0 else int(pieces[step]),
@@ -1804,13 +1824,32 @@ class _ShapeMemo:
                 None if loss < 0 else float(pieces[loss])))
         return figures
 
+    def figure_runs(self, lines: list[str]) -> list[tuple[int, int, tuple[int, ...]]] | None:
+        """StepLineParser.figure_runs_many: read_figures' runs of one shape, with the places
+        of their figures, where it reads every line a run at a time."""
+        if not lines:
+            return []
+        shaped = "\n".join(lines).encode("utf-8", "surrogatepass").translate(_SHAPE)
+        # As many runs as there are: a run of one line is still cheaper read outside Python.
+        runs = _shape_runs(shaped, len(lines))
+        if runs is None or runs[-1][2] != len(lines):
+            return None  # (a line holding a newline: not one line)
+        placed = []
+        recipes = self._recipes
+        for shape, start, end in runs:
+            learnt = recipes.get(shape)
+            if shape[:1] == b"[" or not learnt or learnt[2] is None:
+                return None
+            placed.append((start, end, learnt[2][5]))
+        return placed
+
     def _read_columns(self, shape: bytes, lines: list[str]) -> list[StepFigures] | None:
         """read_figures of `lines`, all of `shape`, a column at a time; None where no recipe
         for the shape was learnt."""
         learnt = self._recipes.get(shape)
         if not learnt or learnt[2] is None:
             return None
-        get, step, rank, samples, loss = learnt[2]
+        get, step, rank, samples, loss, _ = learnt[2]
         pieces = list(zip(*map(get, lines), strict=True))
         empty = [None] * len(lines)
         return list(zip(

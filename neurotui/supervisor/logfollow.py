@@ -52,6 +52,13 @@ try:  # built from _looker.c at install, where a C compiler was there
     from neurotui.supervisor._looker import read_looked as _read_looked
 except ImportError:  # not built: busy logs are looked at from Python (_look), at more cost
     _NativeLooker = _read_looked = None
+try:  # built from _steprecords.c at install, likewise
+    from neurotui.supervisor import _steprecords
+    _record_steps = _steprecords.record_steps
+    _NEW_RANK, _PYTHON = _steprecords.NEW_RANK, _steprecords.PYTHON
+except ImportError:  # not built: the records are made in Python (_record_parsed)
+    _record_steps = None
+    _NEW_RANK, _PYTHON = 1, 2
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -531,6 +538,11 @@ class LogFollower:
     stamped in Python too (_looked_stamps; _looker.c's read_looked otherwise)."""
     _read_looked: Callable[[int, int, int, list[tuple[int, float]]],
                            tuple[bytes, list[float], int]] | None = None
+    native_records: bool = True
+    """A busy log's step lines of a learnt shape are read and their records made outside
+    Python (_steprecords.c, _record_native), where it was built: about twice as cheap as
+    _record_parsed, which makes them otherwise (False: always)."""
+    _record_steps: Callable[..., tuple[int, int, int | None]] | None = None
     _looker: Looker | None = None  # the native looker, made when the logs first get busy
     _looked: list[_Followed] = field(default_factory=list)
     """The logs the looker looks at, in the order given: its notes name them by index."""
@@ -563,6 +575,7 @@ class LogFollower:
         if self.watch:
             self._changes = _changes()
         self._read_looked = _read_looked if self.native_looks else None
+        self._record_steps = _record_steps if self.native_records else None
         self._probe_folder = layout.ProbeFolder(self.session_dir)
 
     def fileno(self) -> int | None:
@@ -1470,14 +1483,19 @@ class LogFollower:
             self.stalls.step(rank, step, now, "log")
         self._steps_written += 1
 
-    def _record_figures(self, figures: list[_LogFigures]) -> None:
+    def _record_figures(self, figures: list[_LogFigures], *, native: bool = True) -> None:
         """The lines of `figures` (of one log or several, in the order read) recorded: all
         of them parsed in one go where every one is a step line that prints no figure but
         the step, rank, samples and loss (parse_figures_many: the lines of busy logs,
         hundreds a second; a call for each log's ten lines a second cost about twice as
         much a line), else each log's alone, and a log's that are not such lines the long
-        way (_take_values). `figures` is emptied."""
+        way (_take_values). Where _steprecords.c was built (and `native`), every line of
+        a learnt shape is read and recorded by it (_record_native). `figures` is emptied."""
         if not figures:
+            return
+        if native and self._record_steps is not None and self.attempt < _INT_MAX and \
+                self._record_native(figures):
+            figures.clear()
             return
         parse = self.parser.parse_figures_many
         read = parse(figures[0][0] if len(figures) == 1 else
@@ -1560,6 +1578,73 @@ class LogFollower:
             if run_steps:
                 self._end_run(run_rank, last, last_t, run_steps, run_times, told)
         self._write_steps(steps)
+
+    def _record_native(self, figures: list[_LogFigures]) -> bool:
+        """_record_figures' lines recorded by _steprecords.c, a run of one learnt shape at a
+        time (StepLineParser.figure_runs_many); where they are not all such runs, each log's
+        alone. False, with nothing recorded, where one log's lines are not (the Python way
+        records them)."""
+        runs = self.parser.figure_runs_many(
+            figures[0][0] if len(figures) == 1 else
+            [line for lines, *_ in figures for line in lines])
+        if runs is None:
+            if len(figures) == 1:
+                return False
+            for log in figures:  # (a line that is no step in one log: the others natively)
+                self._record_figures([log])
+            return True
+        steps: list[_LogStep] = []
+        run = iter(runs)
+        _, run_end, places = next(run)
+        at = 0  # where the log's lines start among all of them
+        for lines, stamps, log_rank, watched in figures:
+            begin, count = 0, len(lines)
+            while begin < count:
+                if at + begin >= run_end:
+                    _, run_end, places = next(run)
+                end = min(count, run_end - at)
+                self._record_run(lines, stamps, begin, end, places, log_rank,
+                                 watched and self.stalls is not None, steps)
+                begin = end
+            at += count
+        self._write_steps(steps)
+        return True
+
+    def _record_run(self, lines: list[str], stamps: list[float], begin: int, end: int,
+                    places: tuple[int, ...], log_rank: int | None, told: bool,
+                    steps: list[_LogStep]) -> None:
+        """Lines `begin` to `end` of one log, all of one shape whose figures are at `places`,
+        recorded by _steprecords.c as _record_parsed would: it stops at each line of another
+        rank (looked up here, as _record_parsed does at each run of one rank's lines) and at
+        one it leaves to Python, which records the rest of them (_record_figures' Python way,
+        after the records made so far)."""
+        assert self._record_steps is not None
+        rank = (log_rank or 0) if places[2] < 0 else None  # (else the lines print it)
+        skip, last, floor = self._rank_state(rank) if rank is not None else (False, None, None)
+        run_steps: list[int] = []
+        run_times: list[float] = []
+        while begin < end:
+            begin, why, printed = self._record_steps(
+                lines, stamps, begin, end, places, rank, skip, last, floor, self.attempt,
+                _LogStep, steps, run_steps, run_times)
+            if run_steps:
+                self._end_run(rank, run_steps[-1], run_times[-1], run_steps, run_times, told)
+                run_steps, run_times = [], []
+            if why == _NEW_RANK:
+                rank = printed
+                skip, last, floor = self._rank_state(rank)  # type: ignore[arg-type]
+            elif why == _PYTHON:
+                self._write_steps(steps)  # those before it first, in the order read
+                self._record_figures([(lines[begin:end], stamps[begin:end], log_rank,
+                                       told)], native=False)
+                return
+
+    def _rank_state(self, rank: int) -> tuple[bool, int | None, int | None]:
+        """Whether `rank`'s lines are skipped (the probe times it), its last step recorded
+        and the step up to which it was recorded before a resume (None: none)."""
+        recorded = self._recorded_steps if self.attempt == self._resumed_attempt else None
+        return (rank in self._probed_ranks, self._step_counters.get(rank),
+                None if recorded is None else recorded.get(rank, -1))
 
     def _end_run(self, rank: int | None, last: int | None, last_t: float, steps: list[int],
                  times: list[float], told: bool) -> None:

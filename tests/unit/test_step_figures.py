@@ -16,6 +16,7 @@ from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources import steplog
 from neurotui.sources.steplog import StepLineParser
+from neurotui.supervisor import logfollow
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
 from tests.unit.test_steplog_public_logs import _capture_lines
@@ -214,8 +215,8 @@ def _rounds(ranks: int) -> list[list[str]]:
 
 
 def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.MonkeyPatch, *,
-            short_way: bool, looked: bool = False, stderr: bool = False,
-            ) -> tuple[str, int, int, dict]:
+            short_way: bool, native: bool = False, looked: bool = False,
+            stderr: bool = False) -> tuple[str, int, int, dict]:
     """The rounds written to the ranks' logs and polled once each, by a follower that
     resumed a job whose steps of rank 0 up to 25 were recorded (the third round's lines, of
     shapes learnt by then); the session's step records,
@@ -224,10 +225,12 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
     told of each rank's steps. `looked`: the kernel says which
     logs changed (inotify) and the poll takes what its looks saw, all logs' lines together
     (take_read); else each log is read at the poll. `stderr`: the rounds' last lists are
-    rank 0's stderr log's."""
+    rank 0's stderr log's. `native`: the short way's records made by _steprecords.c,
+    whose lines count as taken (those it leaves to Python are counted there too)."""
     session, writer, follower, logs = _new_session(root, len(rounds[0]) - stderr,
                                                    watch=looked, stderr=stderr)
     follower.stalls = StallWatch(session)
+    follower._record_steps = logfollow._record_steps if native else None
     if looked:
         assert follower.fileno() is not None, "no inotify here"
     follower.resume({}, {0: 25})
@@ -240,7 +243,14 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
         odd[0] += any((step or 0) > 2**63 or loss == math.inf for step, _, _, loss in figures or ())
         return figures
 
+    def counted_runs(parser: StepLineParser, lines: list[str]) -> list | None:
+        runs = runs_of(parser, lines)
+        taken[0] += len(lines) if runs is not None else 0
+        return runs
+
+    runs_of = StepLineParser.figure_runs_many
     monkeypatch.setattr(StepLineParser, "parse_figures_many", counted)
+    monkeypatch.setattr(StepLineParser, "figure_runs_many", counted_runs)
     for k, per_rank in enumerate(rounds):
         for log, lines in zip(logs, per_rank, strict=True):
             with open(log, "a") as f:
@@ -257,10 +267,17 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
     return "\n".join(steps), taken[0], odd[0], told
 
 
+NATIVE = [False, pytest.param(True, marks=pytest.mark.skipif(
+    logfollow._record_steps is None, reason="_steprecords.c was not built"))]
+"""The short way's records made in Python (_record_parsed) and by _steprecords.c."""
+
+
+@pytest.mark.parametrize("native", NATIVE)
 def test_a_followed_log_records_the_same_steps_either_way(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
     rounds = _rounds(ranks=3)
-    short, taken, odd, told = _follow(tmp_path / "short", rounds, monkeypatch, short_way=True)
+    short, taken, odd, told = _follow(tmp_path / "short", rounds, monkeypatch, short_way=True,
+                                      native=native)
     long, none_taken, _, told_long = _follow(tmp_path / "long", rounds, monkeypatch,
                                              short_way=False)
     assert none_taken == 0
@@ -286,8 +303,9 @@ def _by_rank(steps: str) -> dict[int, list[str]]:
     return ranks
 
 
+@pytest.mark.parametrize("native", NATIVE)
 def test_logs_taken_together_record_what_each_read_alone_records(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
     """A poll takes what looks saw of every log in one go (take_read): the short way's step
     lines of all logs recorded together, and the lines of a log that go the long way (a step
     written by the writer's encoder, a rate, a line that is no step) after those read before
@@ -298,7 +316,8 @@ def test_logs_taken_together_record_what_each_read_alone_records(
     for k, per_rank in enumerate(rounds):
         per_rank.append([PLAIN.format(n=10 * k + 7, loss="0.5")])
     together, taken, odd, told = _follow(tmp_path / "together", rounds, monkeypatch,
-                                         short_way=True, looked=True, stderr=True)
+                                         short_way=True, native=native, looked=True,
+                                         stderr=True)
     alone, _, _, told_alone = _follow(tmp_path / "alone", rounds, monkeypatch,
                                       short_way=False, stderr=True)
     assert taken >= _lines_in(rounds) // 2 and odd >= 2

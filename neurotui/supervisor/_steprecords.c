@@ -1,0 +1,280 @@
+/* The step records of a busy log's lines, made outside Python (logfollow.py, _record_native).
+
+At 32 ranks x 10 lines a second, what the supervisor did with a step line of a shape it had
+learnt (steplog._ShapeMemo: each figure's place in every line of the shape) was most of its
+cost: the figures' pieces cut out and read by int() and float() (about 6,400 instructions a
+line), then LogFollower._record_parsed's loop over them (the rank's last step, a line drawn
+again for its step, the tests msgspec needs) and a _LogStep made (about 7,800 more). Here one
+call reads a run of one shape's lines at those places and makes their records, with the same
+rules in the same order as _record_parsed, which stays as the way where this module was not
+built (and where a line is not as this call expects: it stops there, and says so).
+
+record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt, make,
+             steps, run_steps, run_times) -> (index, why, value)
+
+  lines, stamps  one log's lines (str) and their stamps (float), read from `start` to `end`
+  places         8 ints: the (start, end) of the step, rank, samples and loss in each line
+                 of the run's shape, (-1, -1) where it prints none (steplog.StepFigures)
+  rank           the rank these lines are recorded under: an int, or None before a line's
+                 rank is known (the shape prints one)
+  skip           whether that rank's lines are not recorded (the probe times it)
+  last, floor    its last step recorded (None: none), and the step up to which it was
+                 recorded before a resume (None: no resume)
+  attempt, make  the attempt's number; _LogStep, the record's type
+  steps          the records made are appended to it; run_steps and run_times, each
+                 record's step and stamp (for the rank's last step and the stall watch)
+
+It returns where it stopped and why: (end, DONE, None); (i, NEW_RANK, r) where line i prints
+rank r, not `rank` (line i not taken: Python looks r up and calls again); (i, PYTHON, None)
+where line i is to be read by Python (a figure int() or float() reads but this reader does
+not, a figure NaN, infinite or past 64 bits, which the writer's own encoder writes). A line
+taken is one whose record was made, or one skipped as _record_parsed skips it.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <limits.h>
+#include <math.h>
+
+enum { DONE = 0, NEW_RANK = 1, PYTHON = 2 };
+
+#define INT_DIGITS_MAX 18   /* below 2**63 whatever the digits: no overflow to test */
+#define FLOAT_CHARS_MAX 64  /* steplog._direct_reader's longest float piece */
+
+static PyObject *KIND_STEP, *SRC_LOG, *FROM_LINE;
+
+/* line[start:end] as int() reads it where it is an optional sign and 1 to 18 ASCII digits
+   (every piece of our runner's lines and plain logs); 0 where it is something else int()
+   may still read (spaces, underscores, other digits: Python reads the line then). */
+static int
+read_count(int kind, const void *data, Py_ssize_t start, Py_ssize_t end, long long *out)
+{
+    int negative = 0;
+    if (start < end) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, start);
+        if (c == '-' || c == '+') {
+            negative = c == '-';
+            start++;
+        }
+    }
+    if (end - start < 1 || end - start > INT_DIGITS_MAX)
+        return 0;
+    long long value = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < '0' || c > '9')
+            return 0;
+        value = value * 10 + (c - '0');
+    }
+    *out = negative ? -value : value;
+    return 1;
+}
+
+/* line[start:end] as float() reads it, where it is made of ASCII digits, signs, dots and
+   exponents only (float() strips spaces and takes underscores first, then reads what is
+   left with PyOS_string_to_double, as here); 0 where it is not so, or not finite. */
+static int
+read_number(int kind, const void *data, Py_ssize_t start, Py_ssize_t end, double *out)
+{
+    char text[FLOAT_CHARS_MAX + 1];
+    Py_ssize_t n = end - start;
+    if (n < 1 || n > FLOAT_CHARS_MAX)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, start + i);
+        if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' ||
+              c == 'E'))
+            return 0;
+        text[i] = (char)c;
+    }
+    text[n] = '\0';
+    char *stop = NULL;
+    double value = PyOS_string_to_double(text, &stop, NULL);
+    if (value == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (stop != text + n || !isfinite(value))
+        return 0;
+    *out = value;
+    return 1;
+}
+
+/* An int argument (or None: `*given` 0) as a long long; 0 where it is past 64 bits. */
+static int
+optional_count(PyObject *obj, long long *out, int *given)
+{
+    *given = obj != Py_None;
+    if (!*given)
+        return 1;
+    int overflow = 0;
+    *out = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred()) || *out == LLONG_MIN) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+stopped(Py_ssize_t index, int why, PyObject *value)
+{
+    if (value == NULL && PyErr_Occurred())
+        return NULL;  /* (a rank's int not made: no memory) */
+    return Py_BuildValue("(niN)", index, why, value == NULL ? Py_NewRef(Py_None) : value);
+}
+
+PyDoc_STRVAR(record_steps_doc,
+"record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt, make,\n"
+"             steps, run_steps, run_times) -> (index, why, value)\n\n"
+"The records of a run of one learnt shape's step lines, as LogFollower._record_parsed makes\n"
+"them (see the module's comment).");
+
+static PyObject *
+record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "record_steps takes 14 arguments");
+        return NULL;
+    }
+    PyObject *lines = args[0], *stamps = args[1], *places = args[4], *rank_obj = args[5];
+    PyObject *attempt = args[9], *make = args[10];
+    PyObject *steps = args[11], *run_steps = args[12], *run_times = args[13];
+    if (!PyList_CheckExact(lines) || !PyList_CheckExact(stamps) || !PyList_CheckExact(steps) ||
+        !PyList_CheckExact(run_steps) || !PyList_CheckExact(run_times) ||
+        !PyTuple_CheckExact(places) || PyTuple_GET_SIZE(places) != 8) {
+        PyErr_SetString(PyExc_TypeError, "record_steps: lists, and a tuple of 8 places");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[2]), end = PyLong_AsSsize_t(args[3]);
+    if ((start == -1 || end == -1) && PyErr_Occurred())
+        return NULL;
+    if (start < 0 || end > PyList_GET_SIZE(lines) || end > PyList_GET_SIZE(stamps)) {
+        PyErr_SetString(PyExc_IndexError, "record_steps: start or end past the lines");
+        return NULL;
+    }
+    Py_ssize_t at[8];
+    for (int k = 0; k < 8; k++) {
+        at[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(places, k));
+        if (at[k] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    const int has_step = at[0] >= 0, has_rank = at[2] >= 0, has_samples = at[4] >= 0,
+              has_loss = at[6] >= 0;
+    int skip = PyObject_IsTrue(args[6]);
+    if (skip < 0)
+        return NULL;
+    long long rank = 0, last = 0, floor = 0;
+    int has_rank_now, has_last, has_floor;
+    if (!optional_count(rank_obj, &rank, &has_rank_now) ||
+        !optional_count(args[7], &last, &has_last) ||
+        !optional_count(args[8], &floor, &has_floor))
+        return stopped(start, PYTHON, NULL);
+    if (!has_rank_now && !has_rank) {
+        PyErr_SetString(PyExc_ValueError, "record_steps: no rank, and the lines print none");
+        return NULL;
+    }
+
+    for (Py_ssize_t i = start; i < end; i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i), *stamp = PyList_GET_ITEM(stamps, i);
+        if (!PyUnicode_CheckExact(line) || !PyFloat_CheckExact(stamp))
+            return stopped(i, PYTHON, NULL);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(line);
+        for (int k = 1; k < 8; k += 2)
+            if (at[k] > length)
+                return stopped(i, PYTHON, NULL);
+        const int kind = PyUnicode_KIND(line);
+        const void *data = PyUnicode_DATA(line);
+        if (has_rank) {
+            long long printed;
+            if (!read_count(kind, data, at[2], at[3], &printed))
+                return stopped(i, PYTHON, NULL);
+            if (!has_rank_now || printed != rank)
+                return stopped(i, NEW_RANK, PyLong_FromLongLong(printed));
+        }
+        if (skip)
+            continue;
+        long long step;
+        if (has_step) {
+            if (!read_count(kind, data, at[0], at[1], &step))
+                return stopped(i, PYTHON, NULL);
+            if ((has_last && step == last) || (has_floor && step <= floor))
+                continue;  /* a line drawn again for its step; or recorded before a resume */
+        } else {
+            if (has_last && last >= LLONG_MAX - 1)
+                return stopped(i, PYTHON, NULL);
+            step = (has_last ? last : 0) + 1;
+            /* (_record_parsed tests no floor for a step it counts on) */
+        }
+        double samples = 0.0, loss = 0.0;
+        if ((has_samples && !read_number(kind, data, at[4], at[5], &samples)) ||
+            (has_loss && !read_number(kind, data, at[6], at[7], &loss)) ||
+            !isfinite(PyFloat_AS_DOUBLE(stamp)))
+            return stopped(i, PYTHON, NULL);
+
+        PyObject *step_obj = PyLong_FromLongLong(step);
+        PyObject *rank_now = PyLong_FromLongLong(rank);
+        PyObject *samples_obj = has_samples ? PyFloat_FromDouble(samples) : Py_NewRef(Py_None);
+        PyObject *loss_obj = has_loss ? PyFloat_FromDouble(loss) : Py_NewRef(Py_None);
+        PyObject *record = NULL;
+        if (step_obj != NULL && rank_now != NULL && samples_obj != NULL && loss_obj != NULL) {
+            /* _LogStep(t, kind, rank, step, samples, loss, dt, phases, src, attempt,
+               throughput, samples_total, global_batch, samples_from) */
+            PyObject *fields[14] = {
+                stamp, KIND_STEP, rank_now, step_obj, samples_obj, loss_obj, Py_None, Py_None,
+                SRC_LOG, attempt, Py_None, Py_None, Py_None,
+                has_samples ? FROM_LINE : Py_None};
+            record = PyObject_Vectorcall(make, fields, 14, NULL);
+        }
+        Py_XDECREF(rank_now);
+        Py_XDECREF(samples_obj);
+        Py_XDECREF(loss_obj);
+        if (record == NULL) {
+            Py_XDECREF(step_obj);
+            return NULL;
+        }
+        int failed = PyList_Append(steps, record) || PyList_Append(run_steps, step_obj) ||
+                     PyList_Append(run_times, stamp);
+        Py_DECREF(record);
+        Py_DECREF(step_obj);
+        if (failed)
+            return NULL;
+        last = step;
+        has_last = 1;
+    }
+    return stopped(end, DONE, NULL);
+}
+
+static PyMethodDef module_functions[] = {
+    {"record_steps", (PyCFunction)(void (*)(void))record_steps, METH_FASTCALL,
+     record_steps_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "neurotui.supervisor._steprecords",
+    .m_doc = PyDoc_STR("A busy log's step records, made outside Python (see logfollow.py)."),
+    .m_size = -1,
+    .m_methods = module_functions,
+};
+
+PyMODINIT_FUNC
+PyInit__steprecords(void)
+{
+    KIND_STEP = PyUnicode_InternFromString("step");
+    SRC_LOG = PyUnicode_InternFromString("log");
+    FROM_LINE = PyUnicode_InternFromString("line");
+    if (KIND_STEP == NULL || SRC_LOG == NULL || FROM_LINE == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "DONE", DONE) < 0 ||
+        PyModule_AddIntConstant(m, "NEW_RANK", NEW_RANK) < 0 ||
+        PyModule_AddIntConstant(m, "PYTHON", PYTHON) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
