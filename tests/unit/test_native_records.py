@@ -17,8 +17,8 @@ from neurotui.supervisor import logfollow
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
 
-pytestmark = pytest.mark.skipif(logfollow._record_steps is None,
-                                reason="_steprecords.c was not built")
+built = pytest.mark.skipif(logfollow._record_steps is None,
+                           reason="_steprecords.c was not built")
 
 RUNNER = "neurotui-runner step={step} rank={rank} samples={samples} loss={loss}"
 NO_STEP = "neurotui-runner rank={rank} samples={samples} loss={loss}"
@@ -72,6 +72,7 @@ def _random_log(rng: random.Random, rank: int, at: int) -> list[str]:
     return lines
 
 
+@built
 @pytest.mark.parametrize("seed", range(6))
 def test_native_records_are_the_python_ones(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
@@ -131,6 +132,7 @@ def _run(lines: list[str], rank: int | None, *, last: int | None = None,
     return stopped, steps, run_steps
 
 
+@built
 def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
     from neurotui.supervisor._steprecords import DONE, NEW_RANK, PYTHON
 
