@@ -212,21 +212,21 @@ record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             !isfinite(PyFloat_AS_DOUBLE(stamp)))
             return stopped(i, PYTHON, NULL);
 
+        /* (the record's rank is `rank` as given: a record is made only where it is an int,
+           and each line of another rank stops the call above) */
         PyObject *step_obj = PyLong_FromLongLong(step);
-        PyObject *rank_now = PyLong_FromLongLong(rank);
         PyObject *samples_obj = has_samples ? PyFloat_FromDouble(samples) : Py_NewRef(Py_None);
         PyObject *loss_obj = has_loss ? PyFloat_FromDouble(loss) : Py_NewRef(Py_None);
         PyObject *record = NULL;
-        if (step_obj != NULL && rank_now != NULL && samples_obj != NULL && loss_obj != NULL) {
+        if (step_obj != NULL && samples_obj != NULL && loss_obj != NULL) {
             /* _LogStep(t, kind, rank, step, samples, loss, dt, phases, src, attempt,
                throughput, samples_total, global_batch, samples_from) */
             PyObject *fields[14] = {
-                stamp, KIND_STEP, rank_now, step_obj, samples_obj, loss_obj, Py_None, Py_None,
+                stamp, KIND_STEP, rank_obj, step_obj, samples_obj, loss_obj, Py_None, Py_None,
                 SRC_LOG, attempt, Py_None, Py_None, Py_None,
                 has_samples ? FROM_LINE : Py_None};
             record = PyObject_Vectorcall(make, fields, 14, NULL);
         }
-        Py_XDECREF(rank_now);
         Py_XDECREF(samples_obj);
         Py_XDECREF(loss_obj);
         if (record == NULL) {
