@@ -10,6 +10,11 @@ from typing import Any
 
 import psutil
 
+try:  # built from _procstat.c at install (pyproject.toml); Python reads the files otherwise
+    from neurotui.collect._procstat import read_stats as _read_stats
+except ImportError:
+    _read_stats = None
+
 _LAUNCHER_MARKERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
 
@@ -252,61 +257,78 @@ class ProcessRows:
 
     def sample(self, procs: list[psutil.Process], leader_pid: int) -> list[dict[str, Any]]:
         seen = self._from_proc(procs) if _HAVE_PROC else self._from_psutil(procs)
-        parents = {pid: ppid for _, pid, ppid, *_ in seen}
-        launcher_is_torchrun = False
+        rows, known, roles = [], self._roles, {}
+        unknown = []  # (row, process, key): the processes whose role is to be worked out
+        for proc, pid, ppid, name, cpu, rss, created, cpu_num in seen:
+            # A process that execs (a worker becoming neuronx-cc) keeps its pid and start
+            # time but not its name: the role is asked again then.
+            key = (pid, created, name)
+            role = known.get(key)
+            if cpu_num is None:
+                row = {"pid": pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
+                       "rss": rss}
+            else:
+                row = {"pid": pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
+                       "rss": rss, "cpu_num": cpu_num}
+            if role is None:
+                unknown.append((row, proc, key))
+            else:
+                roles[key] = role
+            rows.append(row)
+        if unknown:
+            parents = {pid: ppid for _, pid, ppid, *_ in seen}
+            launcher_is_torchrun = self._launcher_is_torchrun(seen, leader_pid)
+            for row, proc, key in unknown:
+                row["role"] = roles[key] = process_role(
+                    row["name"], _command(proc), row["pid"], leader_pid, parents,
+                    launcher_is_torchrun)
+        self._roles = roles  # only the living are remembered
+        return rows
+
+    def _launcher_is_torchrun(self, seen: list[tuple[Any, ...]], leader_pid: int) -> bool:
+        """Whether the job's leader (among `seen`) is torchrun: its command line read once."""
         for proc, pid, _, _, _, _, created, _ in seen:
             if pid == leader_pid:
                 key = (pid, created)
                 if key not in self._torchrun:
                     leader_cmd = _command(proc)
                     self._torchrun[key] = any(m in leader_cmd for m in _LAUNCHER_MARKERS)
-                launcher_is_torchrun = self._torchrun[key]
-        rows = []
-        known, roles = self._roles, {}
-        for proc, pid, ppid, name, cpu, rss, created, cpu_num in seen:
-            # A process that execs (a worker becoming neuronx-cc) keeps its pid and start
-            # time but not its name: the role is asked again then.
-            key = (pid, created, name)
-            role = known.get(key)
-            if role is None:
-                role = process_role(name, _command(proc), pid, leader_pid, parents,
-                                    launcher_is_torchrun)
-            roles[key] = role
-            row = {"pid": pid, "ppid": ppid, "name": name, "role": role, "cpu": cpu,
-                   "rss": rss}
-            if cpu_num is not None:
-                row["cpu_num"] = cpu_num
-            rows.append(row)
-        self._roles = roles  # only the living are remembered
-        return rows
+                return self._torchrun[key]
+        return False
 
     def _from_proc(self, procs: list[psutil.Process]) -> list[tuple[Any, ...]]:
         """(process, pid, ppid, name, cpu, rss, start, cpu_num) of each living one."""
         now = time.monotonic()
-        seen, cpu_seen, names = [], {}, {}
         fds, self._fds = self._fds, {}
         kept = self._fds
-        last_cpu, last_names = self._cpu, self._names
+        opened = []  # (process, pid, its stat file, whether it was open before)
         for proc in procs:
             pid = proc.pid  # (a property of psutil's: read once)
             kept_open = fds.pop(pid, None)
             if kept_open is not None and kept_open[1] is proc:
                 fd = kept_open[0]
-                fields = _read_fields(fd) if fd is not None else None
-                if fields is None:
-                    # Ended: its open file says so (ESRCH) even when its pid was given to a
-                    # new process since. Remembered so until the tree's scan drops it.
-                    _close(fd)
+                if fd is None:  # ended, as its open file said at an earlier sample
                     kept[pid] = (None, proc)
                     continue
+                opened.append((proc, pid, fd, True))
             else:  # a first sample (or of a new process the tree found with this pid)
                 if kept_open is not None:
                     _close(kept_open[0])
                 fd = _open_stat(pid)
-                fields = _read_fields(fd) if fd is not None else None
-                if fields is None:
-                    _close(fd)
-                    continue  # ended since the tree was scanned
+                if fd is not None:  # (None: ended since the tree was scanned)
+                    opened.append((proc, pid, fd, False))
+        for fd, _ in fds.values():  # processes no longer in the tree
+            _close(fd)
+        seen, cpu_seen, names = [], {}, {}
+        last_cpu, last_names = self._cpu, self._names
+        for (proc, pid, fd, was_open), fields in zip(opened, _read_all(opened), strict=True):
+            if fields is None:
+                _close(fd)
+                if was_open:
+                    # Ended: its open file says so (ESRCH) even when its pid was given to a
+                    # new process since. Remembered so until the tree's scan drops it.
+                    kept[pid] = (None, proc)
+                continue
             kept[pid] = (fd, proc)
             name, ppid, cpu_s, started, rss, cpu_num = fields
             key = (pid, started)
@@ -320,8 +342,6 @@ class ProcessRows:
                 name = last_names.get(key) or _full_name(proc, name)
                 names[key] = name
             seen.append((proc, pid, ppid, name, cpu, rss, started, cpu_num))
-        for fd, _ in fds.values():  # processes no longer in the tree
-            _close(fd)
         self._cpu, self._names = cpu_seen, names
         return seen
 
@@ -343,11 +363,30 @@ class ProcessRows:
         return seen
 
 
+def _read_all(opened: list[tuple[Any, int, int, bool]]) -> list[_StatFields | None]:
+    """Each stat file of `opened` (its third item) read again: its fields, None where its
+    process ended. All in one call where _procstat.c was built (what Python reads it does
+    not is handed back as bytes), each from Python otherwise."""
+    if _read_stats is None:
+        return [_read_fields(fd) for _, _, fd, _ in opened]
+    return [_parsed(got) if got.__class__ is bytes else got
+            for got in _read_stats([fd for _, _, fd, _ in opened], _TICKS, _PAGE)]
+
+
 def _read_fields(fd: int) -> _StatFields | None:
     """The stat file kept open as `fd`, read again; None when its process ended."""
     try:
-        return _stat_fields(os.pread(fd, 4096, 0))
-    except (OSError, ValueError, IndexError):
+        return _parsed(os.pread(fd, 4096, 0))
+    except OSError:
+        return None
+
+
+def _parsed(raw: bytes) -> _StatFields | None:
+    """_stat_fields, None where `raw` is not a stat line (a process that ended as it was
+    read leaves an empty file)."""
+    try:
+        return _stat_fields(raw)
+    except (ValueError, IndexError):
         return None
 
 
