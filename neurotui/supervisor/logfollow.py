@@ -190,6 +190,10 @@ _LogFigures = tuple[list[str], list[float], int | None, bool]
 lines of a shape it knows, with the other logs' of a take or poll: their text, stamps, the
 log's rank (for lines that print none) and whether the stall watch is told of them."""
 _encode_step_lines = msgspec.json.Encoder().encode_lines
+_CR = ord("\r")
+"""A carriage return as an int: `_CR in data` is a memchr, where `b"\r" in data` first tries
+to read its operand as an int, raising and clearing a TypeError (about 2,500 instructions,
+each log's read at each poll)."""
 _INT_MAX = 2**63  # msgspec writes integers of 64 bits; the writer's encoder, any
 
 
@@ -971,7 +975,7 @@ class LogFollower:
             return False
         offsets, ident = self.stalls.offsets, followed.ident
         whole = followed.pending + chunk
-        if followed.parsed or b"\r" in whole or ident not in offsets:
+        if followed.parsed or _CR in whole or ident not in offsets:
             # A bar redrawn with carriage returns (or steps forgotten at a new attempt): all
             # of it at once, stamped by the last step before the read's end.
             stamp = offsets.place(ident, followed.offset)[0] if ident in offsets else None
@@ -1198,7 +1202,7 @@ class LogFollower:
                     # looks that saw it.
                     followed.looks = [look for look in seen if look[0] > followed.offset]
                     self._deferred.append(followed)
-                if followed.parsed or b"\r" in data or b"\r" in followed.pending:
+                if followed.parsed or _CR in data or _CR in followed.pending:
                     self._record_figures(figures)  # those read before it first, in the order read
                     self._take_pieces(followed, _Pieces(start, data), seen)
                 else:
@@ -1249,7 +1253,7 @@ class LogFollower:
     def _take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
         """The lines of a piece read from `followed` at `now` (its stamp), and the positions
         of a bar redrawn with carriage returns after them."""
-        if not followed.parsed and b"\r" not in chunk and b"\r" not in followed.pending:
+        if not followed.parsed and _CR not in chunk and _CR not in followed.pending:
             # The usual piece (every step line comes this way): whole lines without a
             # carriage return, each one position, taken without looking for positions.
             raw_lines = followed.split(chunk)
