@@ -1,4 +1,5 @@
-/* The job's processes' /proc/PID/stat, read and parsed outside Python (host.py, ProcessRows).
+/* The job's processes' /proc/PID/stat, and the host's /proc/stat CPU lines, read and parsed
+outside Python (host.py: ProcessRows, HostSampler).
 
 The supervisor samples every process of the job each second, for days: 33 at 32 ranks,
 hundreds with DataLoader workers. In Python a process's sample cost about 38,000
@@ -15,12 +16,25 @@ host._stat_fields makes of the line, (name, ppid, cpu_s, started, rss, cpu_num),
 arithmetic; None where the read failed (the process ended: ESRCH, or the descriptor is
 bad); and the bytes read where the line is not as this parser expects (a field int() reads
 and it does not, too few fields), for Python to parse or refuse as it always did.
+
+cpu_times(data, fields, ticks) -> list | None
+
+  /proc/stat as read (HostSampler._read): each CPU's first `fields` time fields in seconds
+  (float(value) / ticks), as HostSampler._cpu_times makes them; None where a line is not
+  one this parser reads (a field not plain digits), for Python to parse.
+
+busy_shares(before, now) -> list
+
+  host.busy_percent of each CPU's two readings (lists of floats), by the same float
+  operations in the same order, psutil's: on 128 CPUs (a trn1.32xlarge) the host's sample
+  cost about 1 ms a second in Python, against 38 us on 2.
 */
 #define _GNU_SOURCE /* memrchr */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
@@ -187,15 +201,204 @@ read_stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+
+/* -- the host's CPU lines ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(cpu_times_doc,
+"cpu_times(data, fields, ticks) -> list | None\n\n"
+"Each CPU line of /proc/stat (after the first, all CPUs') as HostSampler._cpu_times reads\n"
+"it: its first `fields` time fields in seconds; None where Python is to read them.");
+
+static PyObject *
+cpu_times(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "cpu_times(data: bytes, fields: int, ticks: int)");
+        return NULL;
+    }
+    long fields = PyLong_AsLong(args[1]);
+    long ticks = PyLong_AsLong(args[2]);
+    if ((fields == -1 || ticks == -1) && PyErr_Occurred())
+        return NULL;
+    if (fields <= 0 || ticks <= 0) {
+        PyErr_SetString(PyExc_ValueError, "fields and ticks must be positive");
+        return NULL;
+    }
+    const char *data = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    const char *end = data + n;
+    const char *line = memchr(data, '\n', (size_t)n); /* the first line: all CPUs' */
+    PyObject *cpus = PyList_New(0);
+    if (cpus == NULL)
+        return NULL;
+    while (line != NULL && (line += 1) < end) {
+        const char *stop = memchr(line, '\n', (size_t)(end - line));
+        if (stop == NULL)
+            stop = end;
+        if (stop - line < 3 || memcmp(line, "cpu", 3) != 0)
+            break; /* past the CPU lines */
+        PyObject *values = PyList_New(fields);
+        if (values == NULL)
+            goto failed;
+        const char *at = line;
+        /* The line's first piece is its name (cpuN): the fields follow it. */
+        for (long k = -1; k < fields; k++) {
+            while (at < stop && is_space(*at))
+                at++;
+            const char *piece = at;
+            while (at < stop && !is_space(*at))
+                at++;
+            if (k < 0)
+                continue;
+            long long value;
+            /* Past 15 digits a tick count may not be exactly a double: Python's then. */
+            if (at - piece > 15 || !read_int(piece, at - piece, &value) || *piece == '-' ||
+                *piece == '+') {
+                Py_DECREF(values);
+                Py_DECREF(cpus);
+                Py_RETURN_NONE; /* too few fields too: Python's rule (None) then */
+            }
+            /* float(value) / ticks: both exact doubles, the quotient correctly rounded. */
+            PyObject *seconds = PyFloat_FromDouble((double)value / (double)ticks);
+            if (seconds == NULL) {
+                Py_DECREF(values);
+                goto failed;
+            }
+            PyList_SET_ITEM(values, k, seconds);
+        }
+        int appended = PyList_Append(cpus, values);
+        Py_DECREF(values);
+        if (appended < 0)
+            goto failed;
+        line = stop < end ? stop : NULL;
+    }
+    return cpus;
+failed:
+    Py_DECREF(cpus);
+    return NULL;
+}
+
+/* The sum of a CPU's positive changes as Python's sum() adds the deltas busy_percent makes
+   (floats, and int 0 where a field did not grow: which add nothing), in their order. */
+static double
+python_sum(const double *deltas, long count)
+{
+    double total = 0.0;
+#if PY_VERSION_HEX >= 0x030C0000
+    double compensation = 0.0;
+#endif
+    int any = 0;
+    for (long k = 0; k < count; k++) {
+        double x = deltas[k];
+        if (x == 0.0)
+            continue;
+        if (!any) { /* 0 + x: sum()'s first float */
+            total = x;
+            any = 1;
+            continue;
+        }
+#if PY_VERSION_HEX >= 0x030C0000
+        /* Python 3.12's sum(): Neumaier's compensated summation of floats. */
+        double t = total + x;
+        if (fabs(total) >= fabs(x))
+            compensation += (total - t) + x;
+        else
+            compensation += (x - t) + total;
+        total = t;
+#else
+        total += x;
+#endif
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    if (compensation != 0.0 && isfinite(compensation))
+        total += compensation;
+#endif
+    return total;
+}
+
+/* round(x, 1) as Python's float rounds: to the nearest of the decimal string dtoa makes. */
+static PyObject *
+rounded_to_tenths(double x)
+{
+    char *text = PyOS_double_to_string(x, 'f', 1, 0, NULL);
+    if (text == NULL)
+        return NULL;
+    double value = PyOS_string_to_double(text, NULL, NULL);
+    PyMem_Free(text);
+    if (value == -1.0 && PyErr_Occurred())
+        return NULL;
+    return PyFloat_FromDouble(value);
+}
+
+PyDoc_STRVAR(busy_shares_doc,
+"busy_shares(before, now) -> list\n\n"
+"host.busy_percent of each CPU's two readings, by its float operations in its order.");
+
+static PyObject *
+busy_shares(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "busy_shares(before: list, now: list)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(args[0]);
+    if (PyList_GET_SIZE(args[1]) != n) {
+        PyErr_SetString(PyExc_ValueError, "before and now hold different counts of CPUs");
+        return NULL;
+    }
+    PyObject *shares = PyList_New(n);
+    if (shares == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PyList_GET_ITEM(args[0], i), *b = PyList_GET_ITEM(args[1], i);
+        if (!PyList_Check(a) || !PyList_Check(b) || PyList_GET_SIZE(a) != PyList_GET_SIZE(b)
+            || PyList_GET_SIZE(a) < 4 || PyList_GET_SIZE(a) > 64) {
+            PyErr_SetString(PyExc_ValueError, "a CPU's readings are not two lists of 4 to 64 "
+                            "fields alike");
+            goto failed;
+        }
+        long count = (long)PyList_GET_SIZE(a);
+        double deltas[64];
+        for (long k = 0; k < count; k++) {
+            PyObject *x = PyList_GET_ITEM(a, k), *y = PyList_GET_ITEM(b, k);
+            if (!PyFloat_CheckExact(x) || !PyFloat_CheckExact(y)) {
+                PyErr_SetString(PyExc_TypeError, "a CPU's time fields are floats");
+                goto failed;
+            }
+            double before = PyFloat_AS_DOUBLE(x), now = PyFloat_AS_DOUBLE(y);
+            deltas[k] = now > before ? now - before : 0.0; /* max(0, now - before) */
+        }
+        double total = python_sum(deltas, count);
+        if (count > 8)
+            total -= deltas[8]; /* guest: in user already */
+        if (count > 9)
+            total -= deltas[9]; /* guest_nice: in nice already */
+        double busy = total - deltas[3];
+        if (count > 4)
+            busy -= deltas[4]; /* iowait */
+        PyObject *share = total == 0.0 ? PyFloat_FromDouble(0.0)  /* ZeroDivisionError */
+                                       : rounded_to_tenths(busy / total * 100);
+        if (share == NULL)
+            goto failed;
+        PyList_SET_ITEM(shares, i, share);
+    }
+    return shares;
+failed:
+    Py_DECREF(shares);
+    return NULL;
+}
+
 static PyMethodDef module_functions[] = {
     {"read_stats", (PyCFunction)(void (*)(void))read_stats, METH_FASTCALL, read_stats_doc},
+    {"cpu_times", (PyCFunction)(void (*)(void))cpu_times, METH_FASTCALL, cpu_times_doc},
+    {"busy_shares", (PyCFunction)(void (*)(void))busy_shares, METH_FASTCALL, busy_shares_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "neurotui.collect._procstat",
-    .m_doc = PyDoc_STR("The job's processes' /proc/PID/stat, read outside Python (host.py)."),
+    .m_doc = PyDoc_STR("/proc's stat files, read outside Python (collect/host.py)."),
     .m_size = -1,
     .m_methods = module_functions,
 };

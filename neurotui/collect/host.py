@@ -11,9 +11,11 @@ from typing import Any
 import psutil
 
 try:  # built from _procstat.c at install (pyproject.toml); Python reads the files otherwise
+    from neurotui.collect._procstat import busy_shares as _busy_shares
+    from neurotui.collect._procstat import cpu_times as _read_cpu_times
     from neurotui.collect._procstat import read_stats as _read_stats
 except ImportError:
-    _read_stats = None
+    _read_stats = _read_cpu_times = _busy_shares = None
 
 _LAUNCHER_MARKERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
@@ -72,23 +74,18 @@ class HostSampler:
         except OSError:
             load = None
         used, total = memory
-        return {"cpu": [busy_percent(before, now) for before, now in zip(last, cpus, strict=True)],
-                "mem_used": used, "mem_total": total, "load": load}
+        shares = _busy_shares(last, cpus) if _busy_shares is not None else \
+            [busy_percent(before, now) for before, now in zip(last, cpus, strict=True)]
+        return {"cpu": shares, "mem_used": used, "mem_total": total, "load": load}
 
     def _cpu_times(self) -> list[list[float]] | None:
         """Each CPU's time fields in seconds, as psutil.cpu_times(percpu=True) has them."""
         data = self._read(0)
         if data is None:
             return None
-        cpus = []
-        fields = self._fields
-        for line in data.split(b"\n")[1:]:  # the first line is all CPUs together
-            if not line.startswith(b"cpu"):
-                break
-            values = line.split()[1:fields + 1]
-            if len(values) != fields:
-                return None
-            cpus.append([float(value) / _TICKS for value in values])
+        cpus = _read_cpu_times(data, self._fields, _TICKS) if _read_cpu_times else None
+        if cpus is None:  # not built, or a line it leaves to Python
+            cpus = _cpu_lines(data, self._fields)
         if not cpus or len(data) >= self._READ:
             return None  # cut short, perhaps: psutil reads the whole file
         return cpus
@@ -125,6 +122,20 @@ class HostSampler:
             for fd in self._fds:
                 _close(fd)
             self._fds = None
+
+
+def _cpu_lines(data: bytes, fields: int) -> list[list[float]] | None:
+    """Each CPU line's first `fields` time fields in seconds (the first line, all CPUs
+    together, left out); None where a line has fewer."""
+    cpus = []
+    for line in data.split(b"\n")[1:]:
+        if not line.startswith(b"cpu"):
+            break
+        values = line.split()[1:fields + 1]
+        if len(values) != fields:
+            return None
+        cpus.append([float(value) / _TICKS for value in values])
+    return cpus
 
 
 def busy_percent(before: list[float], now: list[float]) -> float:

@@ -1,7 +1,8 @@
-"""collect/_procstat.c's read_stats against host._stat_fields, the Python parse it stands in
-for: the same fields from every process's real stat file and from lines made to be odd, None
-where a file cannot be read, the bytes handed back where Python is to parse them; and
-ProcessRows' rows the same both ways."""
+"""collect/_procstat.c against the Python it stands in for. read_stats against
+host._stat_fields: the same fields from every process's real stat file and from lines made to
+be odd, None where a file cannot be read, the bytes handed back where Python is to parse
+them; ProcessRows' rows the same both ways. cpu_times and busy_shares against
+host._cpu_lines and busy_percent (psutil's figure): HostSampler's the same both ways."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neurotui.collect import host
-from neurotui.collect.host import ProcessRows
+from neurotui.collect.host import HostSampler, ProcessRows
 
 read_stats = host._read_stats
 built = pytest.mark.skipif(read_stats is None, reason="_procstat.c was not built")
@@ -158,3 +162,97 @@ def test_rows_are_the_same_read_in_c_and_in_python(monkeypatch: pytest.MonkeyPat
         for child in children:
             child.kill()
             child.wait()
+
+
+# -- the host's CPU lines (HostSampler) ------------------------------------------------------
+
+ticks = st.lists(st.integers(0, 10**9), min_size=10, max_size=10)
+
+
+@built
+@given(st.lists(st.tuples(ticks, ticks), min_size=1, max_size=4))
+def test_busy_shares_are_busy_percents_to_the_last_digit(
+        readings: list[tuple[list[int], list[int]]]) -> None:
+    """busy_percent is psutil's figure (test_host_sampler); busy_shares is busy_percent's,
+    every CPU's, with some fields falling and some not moving."""
+    fields = len(psutil.cpu_times()._fields)
+    before = [[v / host._TICKS for v in a[:fields]] for a, _ in readings]
+    now = [[max(0, v + s - 5 * 10**8) / host._TICKS if s % 3 else v / host._TICKS
+            for v, s in zip(a[:fields], b[:fields], strict=True)] for a, b in readings]
+    assert host._busy_shares(before, now) == \
+        [host.busy_percent(x, y) for x, y in zip(before, now, strict=True)]
+
+
+@built
+def test_busy_shares_refuse_readings_unlike_each_other() -> None:
+    one = [[1.0] * 10]
+    with pytest.raises(ValueError):
+        host._busy_shares(one, [])
+    with pytest.raises(ValueError):
+        host._busy_shares(one, [[1.0] * 9])
+    with pytest.raises(TypeError):
+        host._busy_shares(one, [[1] * 10])  # ints: not what either reader makes
+    assert host._busy_shares(one, one) == [0.0]  # no time passed: ZeroDivisionError's 0.0
+
+
+def _stat_with(cpu_lines: list[str]) -> bytes:
+    return ("cpu  1 2 3 4 5 6 7 0 0 0\n" + "".join(f"{line}\n" for line in cpu_lines)
+            + "intr 12345 0 0 0\nctxt 99\nbtime 1700000000\n").encode()
+
+
+@built
+@linux
+def test_this_hosts_cpu_lines_read_as_python_reads_them() -> None:
+    with open("/proc/stat", "rb") as f:
+        data = f.read()
+    fields = len(psutil.cpu_times()._fields)
+    assert host._read_cpu_times(data, fields, host._TICKS) == host._cpu_lines(data, fields)
+
+
+@built
+@pytest.mark.parametrize("lines", [
+    [f"cpu{i} {i * 1000} 0 {i} 99999999 12 0 3 0 0 0" for i in range(128)],  # a trn1.32xlarge
+    ["cpu0 1 2 3 4 5 6 7 8 9 10 11 12"],  # more fields than read
+    ["cpu0\t1  2 3 4 5 6 7 8 9 10   "],
+    ["cpu0 123456789012345 0 0 0 0 0 0 0 0 0"],
+])
+def test_cpu_lines_read_as_python_reads_them(lines: list[str]) -> None:
+    data = _stat_with(lines)
+    for fields in (8, 10):
+        got = host._read_cpu_times(data, fields, host._TICKS)
+        assert got == host._cpu_lines(data, fields) and got
+        assert all(type(v) is float for cpu in got for v in cpu)
+
+
+@built
+@pytest.mark.parametrize("lines", [
+    ["cpu0 1 2 3"],  # too few fields: Python's None
+    ["cpu0 1 2 3 4 5 6 7 8 9 -0"],  # float("-0") is -0.0
+    ["cpu0 1 2 3 4 5 6 7 8 9 1e3"],
+    ["cpu0 1 2 3 4 5 6 7 8 9 1234567890123456"],  # past what is surely a double
+])
+def test_cpu_lines_it_does_not_read_are_left_to_python(lines: list[str]) -> None:
+    assert host._read_cpu_times(_stat_with(lines), 10, host._TICKS) is None
+
+
+@built
+def test_a_host_sample_of_many_cpus_is_the_same_both_ways(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HostSampler on a /proc/stat of 128 CPUs, read twice, with and without the module."""
+    first = [f"cpu{i} {i * 7} {i} {i * 3} 1000 {i % 5} 0 1 0 0 0" for i in range(128)]
+    second = [f"cpu{i} {i * 9} {i} {i * 5} {1000 + i} {i % 7} 0 2 0 0 0" for i in range(128)]
+    stat, meminfo = tmp_path / "stat", tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16000000 kB\nMemAvailable:    6000000 kB\n")
+    samples = []
+    for native in (True, False):
+        monkeypatch.setattr(host, "_read_cpu_times", host._read_cpu_times if native else None)
+        monkeypatch.setattr(host, "_busy_shares", host._busy_shares if native else None)
+        stat.write_bytes(_stat_with(first))
+        sampler = HostSampler()
+        sampler.close()
+        sampler._fds = (os.open(stat, os.O_RDONLY), os.open(meminfo, os.O_RDONLY))
+        sampler._last = sampler._cpu_times()
+        stat.write_bytes(_stat_with(second))
+        samples.append(sampler.sample()["cpu"])
+        sampler.close()
+    assert samples[0] == samples[1] and len(samples[0]) == 128 and any(samples[0])
