@@ -309,7 +309,7 @@ class DashboardApp(App[int]):
         state = model.refresh()
         if not self.following or model is not getattr(self, "model", None):
             return  # the session was left (or another opened) while it was read
-        self.post_message(StateUpdated(state))
+        self.post_message(StateUpdated(state, model))
         self._trimmer.maybe_trim(now=self.model.fetched_table)
         lines, reset = self.follower.poll(wanted, state.now, self.log_limits())
         if lines or reset:
@@ -321,7 +321,7 @@ class DashboardApp(App[int]):
                 str(path.relative_to(base)) if path.is_relative_to(base) else str(path))
             if path is not None and not path.exists():
                 shown = None
-            self.post_message(LogLines(choice, lines, reset, shown))
+            self.post_message(LogLines(choice, lines, reset, shown, model))
 
     def _make_model(self) -> DashboardModel | None:
         """In the worker: the bound session's model, made by its first poll; None when none
@@ -375,8 +375,8 @@ class DashboardApp(App[int]):
         from neurotui.ui.screens.breakdown import BreakdownScreen
         from neurotui.ui.screens.cpu_heat import CpuHeatScreen
 
-        if self._dashboard is None:
-            return  # sent before the session was left
+        if self._dashboard is None or message.source is not getattr(self, "model", None):
+            return  # sent before the session was left (and another perhaps opened since)
         before = self.last_state
         self.last_state = message.state
         self.dashboard.show_state(message.state)
@@ -392,8 +392,8 @@ class DashboardApp(App[int]):
     def on_log_lines(self, message: LogLines) -> None:
         from neurotui.ui.widgets.logs import LogPanel
 
-        if self._dashboard is None:
-            return
+        if self._dashboard is None or message.source is not getattr(self, "model", None):
+            return  # read for a session since left
         if self.log_choice is not None and message.choice != self.log_choice:
             return  # lines of a choice already left behind
         panel = self.dashboard.query_one(LogPanel)

@@ -12,7 +12,9 @@ from textual.widgets import DataTable
 
 from neurotui import cli
 from neurotui.compare import compare_rows, format_value
+from neurotui.live.logtail import LogChoice
 from neurotui.terminal import READ_ONLY_ENV
+from neurotui.ui.messages import LogLines, StateUpdated
 from neurotui.ui.screens.compare import CompareScreen
 from neurotui.ui.screens.confirm_delete import ConfirmDelete
 from neurotui.ui.screens.dashboard import DashboardScreen
@@ -115,6 +117,34 @@ async def test_a_corrupt_session_is_listed_with_its_problem(tmp_path: Path) -> N
         await settle(pilot)
         assert isinstance(app.screen, HomeScreen)  # not opened
         assert "cannot open" in screen_text(app)
+
+
+async def test_a_frame_of_a_session_left_is_not_drawn_on_the_next_one(tmp_path: Path) -> None:
+    """A frame (and log lines) read for a session, still queued when it was left and another
+    opened, are dropped: not drawn on the new dashboard, whose panels may not even be there
+    yet (CI caught it as NoMatches: a replay playing as `l` and Enter were pressed)."""
+    root = mixed_folder(tmp_path / "sessions")
+    app = home(root)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await highlight(pilot, "20260101-120000-vit-b16")
+        await pilot.press("enter")
+        await settle(pilot)
+        old_model, old_state = app.model, app.last_state
+        assert old_state is not None
+        await pilot.press("l")
+        await settle(pilot)
+        await highlight(pilot, "sample-cpu-gloo")
+        await pilot.press("enter")
+        # As the poll worker would have posted them just before the session was left.
+        app.post_message(StateUpdated(old_state, old_model))
+        app.post_message(LogLines(LogChoice(), ["a line of the session left"], True, None,
+                                  old_model))
+        await settle(pilot)
+        assert app.session_dir.name == "sample-cpu-gloo"
+        assert app.last_state is not old_state and app.last_state is not None
+        assert "a line of the session left" not in screen_text(app)
+        assert "vit-b16" not in screen_text(app)
 
 
 async def test_enter_replays_a_finished_session_and_l_comes_back(tmp_path: Path) -> None:
