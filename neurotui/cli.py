@@ -283,7 +283,7 @@ def _recorded_url(url: str | None) -> str | None:
 def _start_with_metrics_url(session_dir: Path, url: str | None) -> subprocess.Popen[bytes]:
     """The supervisor, given the credentials of the metrics URL in its environment only (not
     in meta.json, not in argv); it takes them out before it launches the job."""
-    from neurotui.collect.telemetry import METRICS_URL_ENV
+    from neurotui.collect.metricsurl import METRICS_URL_ENV
 
     secret = url if url is not None and _recorded_url(url) != url else None
     if secret is None:

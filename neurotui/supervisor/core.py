@@ -20,15 +20,13 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from neurotui import autoprobe
 from neurotui.collect.host import HostSampler, ProcessRows
-from neurotui.collect.telemetry import Telemetry, metrics_url
-from neurotui.pricing.record import price_record
-from neurotui.pricing.resolve import resolve_price
+from neurotui.collect.metricsurl import metrics_url
 from neurotui.session import layout
 from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.steplog import StepLineParser
@@ -42,6 +40,9 @@ from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.requests import RequestInbox
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.wakeups import SignalWake, Waits, exit_descriptor
+
+if TYPE_CHECKING:
+    from neurotui.collect.telemetry import Telemetry
 
 TICK_S = 0.25
 """How often the supervisor looks whether the job exited where the kernel cannot say so (no
@@ -146,9 +147,6 @@ class Supervisor:
         code: int | None = None
         sig_name: str | None = None
         try:
-            self.telemetry = Telemetry(self.dir, self.writer, time.time(),
-                                       on_instance_type=self._instance_detected,
-                                       metrics_url=self.neuron_metrics_url)
             if self.adopt and not self._adopt():
                 return 1
             if self.exporter is not None:  # `run --metrics-port`: a view beside the job
@@ -165,6 +163,8 @@ class Supervisor:
                         "code": None, "signal": None, "reason": f"failed to start: {exc}",
                         "attempts": self.attempt + 1, "lost_events": self.writer.failed_writes})
                     return 1
+                if self.telemetry is None:  # once the job runs (_start_telemetry)
+                    self._guarded("starting the accelerator telemetry", self._start_telemetry)
                 code, sig_name, restart_asked = self._watch()
                 adopted, self.adopted_pid = self.adopted_pid is not None, None
                 if self.leaving:
@@ -495,6 +495,16 @@ class Supervisor:
                           message="supervisor terminated; training continues unsupervised")
 
     # -- telemetry ---------------------------------------------------------------------------
+    def _start_telemetry(self) -> None:
+        """The accelerator collectors, once the job is launched (or adopted): their parsers'
+        imports and the tools they look for (neuron-ls, neuron-monitor, nvidia-smi) were
+        80 ms of the time from `neurotui run` to the job's start on the dev VM."""
+        from neurotui.collect.telemetry import Telemetry
+
+        self.telemetry = Telemetry(self.dir, self.writer, time.time(),
+                                   on_instance_type=self._instance_detected,
+                                   metrics_url=self.neuron_metrics_url)
+
     def _sample_telemetry(self, now: float) -> None:
         rank_pids: frozenset[int] = frozenset()
         try:
@@ -531,6 +541,11 @@ class Supervisor:
     def _instance_detected(self, instance_type: str, source: str) -> None:
         """neuron-ls / neuron-monitor named the instance: record it, and price it if we could
         not before (the user's overrides still win)."""
+        # Imported here, not before the job's launch: pricing brings urllib (IMDS) with it,
+        # 50 ms of the supervisor's start on the dev VM, and most runs are priced by `run`.
+        from neurotui.pricing.record import price_record
+        from neurotui.pricing.resolve import resolve_price
+
         meta = read_meta(self.dir)
         if meta.get("instance") and meta["instance"].get("type"):
             return

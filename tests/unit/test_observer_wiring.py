@@ -18,8 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from neurotui.collect.metricsurl import METRICS_URL_ENV, metrics_url
 from neurotui.collect.observer import SOURCE
-from neurotui.collect.telemetry import METRICS_URL_ENV, Telemetry, metrics_url
+from neurotui.collect.telemetry import Telemetry
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
