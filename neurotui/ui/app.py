@@ -242,11 +242,15 @@ class DashboardApp(App[int]):
             if self._first_read_timer is not None:
                 self._first_read_timer.stop()
             return
+        from textual.css.query import NoMatches
+
         from neurotui.ui.widgets.header import SessionHeader
 
         model = getattr(self, "model", None)  # (none before the first poll made it)
         progress = None if model is None else getattr(model.reader, "first_read", None)
-        with contextlib.suppress(LookupError):
+        # No dashboard, or one whose header is not there (not composed yet, or taken down as
+        # the app ends: CI met a tick then): nothing to show it on.
+        with contextlib.suppress(LookupError, NoMatches):
             self.dashboard.query_one(SessionHeader).show_first_read(progress)
 
     def watch_ascii_mode(self, value: bool) -> None:
