@@ -381,6 +381,8 @@ class DashboardApp(App[int]):
 
         if self._dashboard is None or message.source is not getattr(self, "model", None):
             return  # sent before the session was left (and another perhaps opened since)
+        if not self.dashboard.children:
+            return  # its panels not composed yet, or taken down as the app ends
         before = self.last_state
         self.last_state = message.state
         self.dashboard.show_state(message.state)
@@ -400,7 +402,10 @@ class DashboardApp(App[int]):
             return  # read for a session since left
         if self.log_choice is not None and message.choice != self.log_choice:
             return  # lines of a choice already left behind
-        panel = self.dashboard.query_one(LogPanel)
+        panels = self.dashboard.query(LogPanel)
+        if not panels:
+            return  # not composed yet, or taken down as the app ends
+        panel = panels.first()
         if message.reset or panel.choice != message.choice:
             panel.set_choice(message.choice, message.path, len(self.follower.ranks))
         panel.add_lines(message.lines, reset=message.reset)
