@@ -375,12 +375,18 @@ class DashboardApp(App[int]):
             self._poll_timer.stop()
         self._poll()
 
+    def _for_bound_session(self, message: StateUpdated | LogLines) -> bool:
+        """Whether `message` was read for the session shown now: not one sent before it was
+        left (and another perhaps opened since)."""
+        return self._dashboard is not None and \
+            message.source is getattr(self, "model", None)
+
     def on_state_updated(self, message: StateUpdated) -> None:
         from neurotui.ui.screens.breakdown import BreakdownScreen
         from neurotui.ui.screens.cpu_heat import CpuHeatScreen
 
-        if self._dashboard is None or message.source is not getattr(self, "model", None):
-            return  # sent before the session was left (and another perhaps opened since)
+        if not self._for_bound_session(message):
+            return
         if not self.dashboard.children:
             return  # its panels not composed yet, or taken down as the app ends
         before = self.last_state
@@ -398,8 +404,8 @@ class DashboardApp(App[int]):
     def on_log_lines(self, message: LogLines) -> None:
         from neurotui.ui.widgets.logs import LogPanel
 
-        if self._dashboard is None or message.source is not getattr(self, "model", None):
-            return  # read for a session since left
+        if not self._for_bound_session(message):
+            return
         if self.log_choice is not None and message.choice != self.log_choice:
             return  # lines of a choice already left behind
         panels = self.dashboard.query(LogPanel)
