@@ -84,9 +84,11 @@ def test_a_line_is_worked_out_each_interval_and_alerts_come_as_recorded(
         for k in range(41, 61):  # read at a second's look, taken in at the next line's
             rec.step(T0 + k * 0.1, 0, k, 0.1)
         time.sleep(2.15)
+        # Noted before the replace: the follower may see it and print before this thread
+        # runs again (CI met exactly that).
+        exited.append(time.monotonic())
         rec.update_meta(ended_at=T0 + 6, exit={"code": 0, "signal": None,
                                                "reason": "completed", "attempts": 1})
-        exited.append(time.monotonic())
 
     alerted: list[float] = []
     exited: list[float] = []
