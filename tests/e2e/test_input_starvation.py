@@ -11,11 +11,13 @@ live model's alerts are read there.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
 import pytest
 
+from neurotui.live.alerts import WORKER_BUSY
 from neurotui.live.clock import FixedClock
 from neurotui.live.model import DashboardModel, DashboardState
 from neurotui.session.reader import SessionReader
@@ -27,6 +29,7 @@ pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "loader_starved.py"
 REPLAYING = SessionStatus("running", True, "replay")
+STARVED_TRIES = 3
 
 
 def replayed_at_last_step(sessions: Path, env: dict[str, str]) -> tuple[DashboardState, dict]:
@@ -53,12 +56,34 @@ def workers_sampled(events: dict, until: float) -> list[float]:
             for p in e["procs"] if p.get("role") == "worker"]
 
 
+def starved_run(sessions: Path) -> tuple[DashboardState, dict]:
+    """The starved run, replayed at its last step; run again (up to STARVED_TRIES in all) where
+    this machine did not give its DataLoader worker the core the test needs: the alert is for
+    a worker saturated *while* the ranks wait, so a worker held under WORKER_BUSY by other
+    load is not a starved loader, and no alert there is right. (Twice on the 2-core dev VM,
+    minutes after `.ci/run`'s install, the alert did not come; alone it always did. What it
+    lacked was not recorded then: the figures it looks at are in the failure's message now.)"""
+    medians = []
+    for attempt in range(STARVED_TRIES):
+        state, events = replayed_at_last_step(sessions / f"try-{attempt}",
+                                              {"COST": "1000", "STEPS": "50"})
+        worker_cpu = workers_sampled(events, state.now)
+        medians.append(statistics.median(worker_cpu) if worker_cpu else None)
+        if medians[-1] is not None and medians[-1] >= WORKER_BUSY:
+            return state, events
+    raise AssertionError(f"the starved worker never had its core: its median CPU % over the "
+                         f"last 30 s of each try {medians} (the alert needs {WORKER_BUSY})")
+
+
 def test_starvation_alert_fires_on_a_starved_loader_and_not_on_a_healthy_one(
         tmp_path: Path) -> None:
-    starved, events = replayed_at_last_step(tmp_path / "starved",
-                                            {"COST": "1000", "STEPS": "50"})
+    starved, events = starved_run(tmp_path / "starved")
     by_key = {a.key: a for a in starved.alerts}
-    assert "input-starved" in by_key, [(a.key, a.evidence) for a in starved.alerts]
+    job = starved.breakdown.job if starved.breakdown is not None else None
+    assert "input-starved" in by_key, (  # what the alert looked at, where it did not come
+        [(a.key, a.evidence) for a in starved.alerts],
+        f"worker CPU %: {workers_sampled(events, starved.now)}",
+        f"data share: {job.share('data') if job is not None else None}")
     alert = by_key["input-starved"]
     print("starved:", alert.title, *alert.evidence, alert.advice, sep="\n  ")
     assert alert.evidence[0].startswith("DataLoader workers busy: 1 of 1 at >= 80% of a CPU")
