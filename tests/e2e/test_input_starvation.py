@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from neurotui.live.alerts import WORKER_BUSY
+from neurotui.live.alerts import WINDOW_S, WORKER_BUSY
 from neurotui.live.clock import FixedClock
 from neurotui.live.model import DashboardModel, DashboardState
 from neurotui.session.reader import SessionReader
@@ -51,8 +51,9 @@ def replayed_at_last_step(sessions: Path, env: dict[str, str]) -> tuple[Dashboar
 
 
 def workers_sampled(events: dict, until: float) -> list[float]:
-    """The DataLoader worker's CPU % in the procs samples of the 30 s before `until`."""
-    return [p["cpu"] for e in events["procs"] if until - 30 < e["t"] <= until
+    """The DataLoader worker's CPU % in the procs samples of the alert's window before
+    `until` (WINDOW_S)."""
+    return [p["cpu"] for e in events["procs"] if until - WINDOW_S < e["t"] <= until
             for p in e["procs"] if p.get("role") == "worker"]
 
 
@@ -72,7 +73,8 @@ def starved_run(sessions: Path) -> tuple[DashboardState, dict]:
         if medians[-1] is not None and medians[-1] >= WORKER_BUSY:
             return state, events
     raise AssertionError(f"the starved worker never had its core: its median CPU % over the "
-                         f"last 30 s of each try {medians} (the alert needs {WORKER_BUSY})")
+                         f"last {WINDOW_S:.0f} s of each try {medians} (the alert needs "
+                         f"{WORKER_BUSY})")
 
 
 def test_starvation_alert_fires_on_a_starved_loader_and_not_on_a_healthy_one(
