@@ -5,19 +5,28 @@
 textual-serve runs plain `neurotui` on the same sessions folder once per browser tab, with
 Textual's web driver drawing into the page (xterm.js) instead of a terminal: the same app, the
 same screens, the same keys. Bound to this machine only unless --host says otherwise (then a
-warning: there is no password). The views it launches are read-only (terminal.READ_ONLY_ENV:
+warning: nothing is encrypted). The views it launches are read-only (terminal.READ_ONLY_ENV:
 no stop, no adopt) unless --allow-control.
+
+Who may connect: whoever has the secret made at each start, which only the address printed on
+our stdout carries (`?token=...`); opening it sets a cookie (HttpOnly, SameSite=Strict) that
+the page's own websocket and assets then send. So another local user, who can reach the port
+but not read our output, gets 403, and so does any other web page open in the same browser:
+a request whose Origin is not this server's is refused even with the secret.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shlex
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from neurotui.listening import LOOPBACK, is_local, port_number
 from neurotui.terminal import READ_ONLY_ENV
@@ -34,7 +43,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--host", default=DEFAULT_HOST,
                    help="address to listen on (default 127.0.0.1: this machine only, e.g. "
                         "through `ssh -L 8000:127.0.0.1:8000`); 0.0.0.0 means every "
-                        "interface, and anyone who can reach it sees the runs")
+                        "interface, and anyone who can reach it and has the address printed at "
+                        "start (its token) sees the runs")
     p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help="default 8000")
     p.add_argument("--public-url", metavar="URL",
                    help="the address browsers open, when it is not http://HOST:PORT (a "
@@ -56,8 +66,8 @@ def public_url(host: str, port: int) -> str:
 
 def exposure_warning(host: str, url: str, *, allow_control: bool) -> str:
     return (f"neurotui: WARNING: listening on {host}, not only on this machine. Anyone who "
-            f"can reach {url} sees every run in this sessions folder (commands, logs, costs), "
-            "without a password or encryption"
+            f"can reach {url} and sees its token (printed below; sent unencrypted) sees every "
+            "run in this sessions folder (commands, logs, costs)"
             + ("; with --allow-control, they can also stop training." if allow_control else
                ". Use --host 127.0.0.1 and an SSH tunnel to keep it private."))
 
@@ -68,6 +78,53 @@ def served_command(root: Path) -> str:
     return shlex.join([sys.executable, "-m", "neurotui", "--sessions-dir", str(root)])
 
 
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of an address, as browsers write it in an Origin header."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def cookie_name(port: int) -> str:
+    """Cookies are shared by every port of a host: one name per port keeps two servers on
+    one machine from overwriting each other's secret."""
+    return f"neurotui-serve-{port}"
+
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+def access_guard(token: str, public: str, port: int) -> Callable[[Any, Handler], Awaitable[Any]]:
+    """aiohttp middleware: 403 unless the request comes from this server's own page (or no
+    page: a browser sends Origin on every websocket and cross-site request) and carries the
+    secret, as `?token=` or as the cookie that setting it there leaves."""
+    from aiohttp import web
+
+    allowed_origin = origin_of(public)
+    cookie = cookie_name(port)
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.lower() not in (
+                allowed_origin, f"{request.scheme}://{request.host}".lower()):
+            return web.Response(status=403, text="neurotui: requests from another site are "
+                                                 "refused\n")
+        given = request.query.get("token")
+        if given is not None and secrets.compare_digest(given.encode(), token.encode()):
+            response = await handler(request)
+            if isinstance(response, web.StreamResponse) and not response.prepared:
+                response.set_cookie(cookie, token, httponly=True, samesite="Strict",
+                                    path="/")
+            return response
+        kept = request.cookies.get(cookie)
+        if kept is not None and secrets.compare_digest(kept.encode(), token.encode()):
+            return await handler(request)
+        return web.Response(status=403, text="neurotui: open the address `neurotui serve` "
+                                             "printed (it carries this start's token)\n")
+
+    return guard
+
+
 def run(args: argparse.Namespace, root: Path) -> int:
     try:
         from textual_serve.server import Server
@@ -75,18 +132,28 @@ def run(args: argparse.Namespace, root: Path) -> int:
         print("neurotui: serve needs textual-serve (pip install textual-serve)",
               file=sys.stderr)
         return 2
-    url = args.public_url or public_url(args.host, args.port)
+
+    class GuardedServer(Server):  # type: ignore[misc]
+        """textual-serve's server with the guard in front of every route."""
+
+        async def _make_app(self) -> Any:
+            app = await super()._make_app()
+            app.middlewares.append(access_guard(token, self.public_url, args.port))
+            return app
+
+    url = (args.public_url or public_url(args.host, args.port)).rstrip("/")
+    token = secrets.token_urlsafe(32)
     if not is_local(args.host):
         print(exposure_warning(args.host, url, allow_control=args.allow_control),
               file=sys.stderr, flush=True)
     # textual-serve gives each app it launches a copy of our environment: the flag travels
-    # there, and the served command stays plain `neurotui`.
+    # there, and the served command stays plain `neurotui`. The token does not.
     os.environ[READ_ONLY_ENV] = "0" if args.allow_control else "1"
-    print(f"neurotui: serving the sessions in {root} on {url} ("
+    print(f"neurotui: serving the sessions in {root} on {url}/?token={token} ("
           + ("the browser may stop training" if args.allow_control else
              "read-only; --allow-control lets the browser stop training") + ")", flush=True)
-    server = Server(served_command(root), host=args.host, port=args.port, title="neurotui",
-                    public_url=url)
+    server = GuardedServer(served_command(root), host=args.host, port=args.port,
+                           title="neurotui", public_url=url)
     try:
         server.serve()
     except OSError as exc:  # the port is taken, the address is not this machine's, ...

@@ -72,14 +72,17 @@ def events(session: Path) -> list[dict[str, object]]:
 
 
 def start_serve(sessions: Path, log: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
-    """`neurotui serve` on a free port, once it listens; and its page's address."""
+    """`neurotui serve` on a free port, once it listens; and the address it printed (the
+    page's, with this start's token: without it the server answers 403)."""
     port = free_port()
     with log.open("w") as out:
         server = subprocess.Popen(neurotui_argv(sessions, "serve", "--port", str(port), *args),
                                   stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
     wait_for(lambda: listening(port) or server.poll() is not None, 60, "the server")
     assert server.poll() is None, log.read_text()
-    return server, f"http://127.0.0.1:{port}/"
+    printed = re.search(rf"on (http://127\.0\.0\.1:{port}/\?token=[\w-]+) \(", log.read_text())
+    assert printed, log.read_text()
+    return server, printed[1]
 
 
 async def test_the_dashboard_of_a_running_session_in_a_real_browser(sessions: Path,

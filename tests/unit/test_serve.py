@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 import socket
@@ -73,16 +74,24 @@ def test_a_wider_address_is_warned_about(tmp_path: Path, allow_control: bool) ->
     out, err = until_serving(start_serve(tmp_path, "--host", "0.0.0.0", "--port", str(port),
                                          *(["--allow-control"] if allow_control else [])))
     assert "WARNING: listening on 0.0.0.0" in err
-    assert f"Anyone who can reach http://{socket.gethostname()}:{port} sees every run" in err
+    assert (f"Anyone who can reach http://{socket.gethostname()}:{port} and sees its token"
+            in err)
     assert ("can also stop training" in err) is allow_control
-    assert f"on http://{socket.gethostname()}:{port} (" in out
+    assert f"on http://{socket.gethostname()}:{port}/?token=" in out
 
 
 def test_localhost_is_not_warned_about_and_says_read_only(tmp_path: Path) -> None:
     port = free_port()
     out, err = until_serving(start_serve(tmp_path, "--port", str(port)))
     assert "WARNING" not in err
-    assert f"on http://127.0.0.1:{port} (read-only; --allow-control" in out
+    assert re.search(rf"on http://127\.0\.0\.1:{port}/\?token=[\w-]{{43}} \(read-only; "
+                     "--allow-control", out), out
+
+
+def test_each_start_has_its_own_token(tmp_path: Path) -> None:
+    tokens = {re.findall(r"token=([\w-]+)", until_serving(
+        start_serve(tmp_path, "--port", str(free_port())))[0])[0] for _ in range(2)}
+    assert len(tokens) == 2
 
 
 def test_a_taken_port_is_an_error_not_a_traceback(tmp_path: Path) -> None:
