@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import shutil
@@ -166,7 +167,37 @@ def _speed(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args: argparse.Namespace | None = None
+    try:
+        args = build_parser().parse_args(argv)
+        code = run_command(args)
+        sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at exit
+        return code
+    except BrokenPipeError:
+        return output_closed(args)
+
+
+OUTPUT_CLOSED = 128 + signal.SIGPIPE
+"""The exit code of a command that SIGPIPE ended, as `yes | head -1` reports it."""
+
+
+def output_closed(args: argparse.Namespace | None) -> int:
+    """Our stdout's reader went away (`neurotui ls | head -1`): end quietly, as a command
+    that SIGPIPE ends would. What is still buffered goes to /dev/null, or Python would fail
+    again flushing it at exit (Python's docs, "Note on SIGPIPE"). A run's supervisor is
+    detached: only this printing view ends, and training goes on."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    if args is not None and args.command in ("run", "attach") \
+            and not getattr(args, "list_presets", False):
+        with contextlib.suppress(OSError):
+            print("neurotui: output closed; training goes on (`neurotui ls` lists it, "
+                  "`neurotui attach` follows it again)", file=sys.stderr, flush=True)
+    return OUTPUT_CLOSED
+
+
+def run_command(args: argparse.Namespace) -> int:
     root = sessions_root(args.sessions_dir)
     try:
         if args.command == "run":
