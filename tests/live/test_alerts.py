@@ -8,11 +8,12 @@ import numpy as np
 
 from neurotui.live import alerts
 from neurotui.metrics.breakdown import PhaseSplit
+from tests.captures import TELEMETRY_CAPTURES
 
 TESTS = Path(__file__).resolve().parents[1]
 CAPTURE = (TESTS / "fixtures" / "telemetry"
            / "neuron-monitor-prometheus_inf1.xlarge_real-capture_datadog-fixture.txt")
-SHARED_TELEMETRY = TESTS.parents[1] / "shared" / "fixtures" / "telemetry"
+SHARED_TELEMETRY = TELEMETRY_CAPTURES
 """The real captures shared by the project (neuron-ls of a trn2n.48xlarge among them)."""
 
 

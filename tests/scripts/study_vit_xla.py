@@ -1,7 +1,8 @@
-"""The Trn1-vs-Inf2 study's training script, as the study describes it (../shared/reference/
-pricing.md), scaled down only in model size and step count so that it runs on two CPU cores
-through torch-xla (PJRT_DEVICE=CPU). Nothing in it knows about neurotui: it prints no step,
-only `average step time: <seconds>` per rank at the end.
+"""The Trn1-vs-Inf2 study's training script, as the study describes it (timm ViT
+on random images, Adam, MpDeviceLoader, perf_counter around the step body), scaled down
+only in model size and step count so that it runs on two CPU cores through torch-xla
+(PJRT_DEVICE=CPU). Nothing in it knows about neurotui: it prints no step, only
+`average step time: <seconds>` per rank at the end.
 
     PJRT_DEVICE=CPU torchrun --nproc_per_node=2 study_vit_xla.py
 """

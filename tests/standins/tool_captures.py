@@ -1,6 +1,6 @@
 """Stand-ins for the Neuron and NVIDIA tools, which these machines cannot have.
 
-Each replays a real capture from ../shared/fixtures/telemetry/ on stdout, the way the tool
+Each replays a real capture from tests/fixtures/telemetry/ on stdout, the way the tool
 prints it, so the collectors are tested through the real subprocess path. `install(bin_dir)`
 writes executables named like the tools that run this file.
 
@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
+# Run as a script (the stand-in tools' command line), so tests/captures.py is not importable.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
 MONITOR_RECORDS = (
     "neuron-monitor_trn1.2xlarge_first-record_no-runtime_real-capture_all-smi.ndjson",
     "neuron-monitor_trn1.2xlarge_full-report_2022_wandb-test-fixture_python-dict_first-element"

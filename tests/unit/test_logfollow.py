@@ -18,8 +18,9 @@ from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor.logfollow import LogFollower, _encode_step_lines, _step_record
+from tests.captures import TELEMETRY_CAPTURES
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
+FIXTURES = TELEMETRY_CAPTURES
 
 
 def follow(tmp_path: Path, text: bytes, chunks: int = 1) -> SessionReader:

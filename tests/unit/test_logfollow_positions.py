@@ -20,7 +20,7 @@ from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import logfollow
 from neurotui.supervisor.logfollow import POLL_S, LogFollower, _Followed, _write_rate
 
-# NxD Training's bar, as its docs print it (../shared/fixtures/telemetry/
+# NxD Training's bar, as its docs print it (tests/fixtures/telemetry/
 # trainlog_nxdt_llama3-70B_progressbar_docs.txt), one position per global step.
 NXD = ("Epoch 0:   {pct}%|▏| {n}/91 [16:05<7:52:06, 321.89s/it, loss=6.7{n}, v_num=0, "
        "reduced_train_loss=6.7{n}, global_step={n}.000, consumed_samples={samples}.0]")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from neurotui.sources.neuron_ls import (
@@ -16,8 +14,9 @@ from neurotui.sources.neuron_ls import (
     parse_neuron_ls_topology,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
+from tests.captures import TELEMETRY_CAPTURES
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
+FIXTURES = TELEMETRY_CAPTURES
 GiB = 1024**3
 
 

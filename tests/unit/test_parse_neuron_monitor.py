@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -19,9 +18,10 @@ from neurotui.sources.neuron_monitor import (
     parse_monitor_record,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
+from tests.captures import TELEMETRY_CAPTURES
 from tests.standins.tool_captures import monitor_record_from_doc_fragments
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
+FIXTURES = TELEMETRY_CAPTURES
 
 
 def load(name: str) -> str:

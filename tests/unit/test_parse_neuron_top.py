@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 import neurotui.sources.neuron_top as neuron_top
 from neurotui.sources.neuron_top import NeuronTopModel, parse_neuron_top_text
 from neurotui.sources.parse_errors import TelemetryParseError
+from tests.captures import TELEMETRY_CAPTURES
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
+FIXTURES = TELEMETRY_CAPTURES
 
 
 def load(name: str) -> str:

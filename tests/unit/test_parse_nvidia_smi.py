@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import types
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,9 @@ from neurotui.sources.nvidia_smi import (
     read_nvml,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
+from tests.captures import TELEMETRY_CAPTURES
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "telemetry"
+FIXTURES = TELEMETRY_CAPTURES
 MiB = 1024**2
 
 

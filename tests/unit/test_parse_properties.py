@@ -7,7 +7,6 @@ import contextlib
 import json
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,18 +31,9 @@ from neurotui.sources.nvidia_smi import (
     parse_query_gpu_csv,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
+from tests.captures import TELEMETRY_CAPTURES
 
-_REPO = Path(__file__).resolve().parents[2]
-# The captured CLI outputs live in the shared checkout next to the repository (or inside
-# it); without them the fixture-driven tests skip and the rest still run.
-_FIXTURE_DIRS = [
-    _REPO / "shared" / "fixtures" / "telemetry",
-    _REPO.parent / "shared" / "fixtures" / "telemetry",
-]
-FIXTURES: Path | None = next((d for d in _FIXTURE_DIRS if d.is_dir()), None)
-needs_fixtures = pytest.mark.skipif(
-    FIXTURES is None, reason="shared telemetry fixtures (../shared/fixtures/telemetry) absent"
-)
+FIXTURES = TELEMETRY_CAPTURES
 
 SETTINGS = settings(
     max_examples=120,
@@ -53,14 +43,10 @@ SETTINGS = settings(
 
 
 def _texts(pattern: str) -> list[str]:
-    if FIXTURES is None:
-        return []
     return [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob(pattern))]
 
 
 def _fixture_json(name: str) -> Any:
-    if FIXTURES is None:
-        return None
     return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
 
 
@@ -103,12 +89,10 @@ def only_parse_errors(parser: Callable[[str], object], text: str) -> None:
         parser(text)
 
 
-@needs_fixtures
 def test_fixture_sets_are_not_empty():
     assert NEURON_LS and MONITOR and TOP and NVIDIA
 
 
-@needs_fixtures
 @pytest.mark.parametrize(("name", "parser", "fixtures"), PARSERS, ids=IDS)
 @SETTINGS
 @given(data=st.data())
@@ -118,7 +102,6 @@ def test_truncated_fixture(name, parser, fixtures, data):
     only_parse_errors(parser, text[:cut])
 
 
-@needs_fixtures
 @pytest.mark.parametrize(("name", "parser", "fixtures"), PARSERS, ids=IDS)
 @SETTINGS
 @given(data=st.data())
@@ -138,7 +121,6 @@ def test_interleaved_lines(name, parser, fixtures, data):
     only_parse_errors(parser, "\n".join(out))
 
 
-@needs_fixtures
 @pytest.mark.parametrize(("name", "parser", "fixtures"), PARSERS, ids=IDS)
 @SETTINGS
 @given(data=st.data())
@@ -281,7 +263,6 @@ SAMPLE_RUNTIME = {
 }
 
 
-@needs_fixtures
 @SETTINGS
 @given(data=st.data())
 def test_monitor_real_record_with_one_value_replaced(data):
@@ -299,7 +280,6 @@ def test_monitor_real_record_with_one_value_replaced(data):
         assert core["util"] is None or math.isfinite(core["util"])
 
 
-@needs_fixtures
 @SETTINGS
 @given(data=st.data())
 def test_neuron_ls_real_json_with_one_value_replaced(data):

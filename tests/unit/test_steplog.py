@@ -11,7 +11,6 @@ import sys
 import time
 import warnings
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -30,21 +29,15 @@ from neurotui.sources.steplog import (
     explain,
     strip_rank_prefix,
 )
+from tests.captures import TELEMETRY_CAPTURES
 
-_REPO = Path(__file__).resolve().parents[2]
-_FIXTURE_DIRS = [
-    _REPO / "shared" / "fixtures" / "telemetry",
-    _REPO.parent / "shared" / "fixtures" / "telemetry",
-]
-FIXTURES = next((d for d in _FIXTURE_DIRS if d.is_dir()), None)
-needs_fixtures = pytest.mark.skipif(FIXTURES is None, reason="shared telemetry fixtures absent")
+FIXTURES = TELEMETRY_CAPTURES
 
 PARSER = StepLineParser.default()
 
 
 def records(name: str) -> list[StepLine | CompileLine]:
     """Parse a fixture the way stdout arrives: split on \\n only (keep any \\r)."""
-    assert FIXTURES is not None
     text = (FIXTURES / name).read_text(encoding="utf-8")
     return list(PARSER.parse_lines(text.split("\n")))
 
@@ -95,7 +88,6 @@ EXPECTED: dict[str, tuple[list[str], int]] = {
 }
 
 
-@needs_fixtures
 def test_every_trainlog_and_compilelog_fixture_has_expectations() -> None:
     assert FIXTURES is not None
     present = {
@@ -104,7 +96,6 @@ def test_every_trainlog_and_compilelog_fixture_has_expectations() -> None:
     assert present == set(EXPECTED)
 
 
-@needs_fixtures
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_event_sequence_and_step_count(name: str) -> None:
     recs = records(name)
@@ -118,7 +109,6 @@ def test_fixture_event_sequence_and_step_count(name: str) -> None:
             assert rec.line and not rec.line.endswith("\n")
 
 
-@needs_fixtures
 def test_other_telemetry_fixtures_yield_nothing() -> None:
     """neuron-ls / neuron-monitor / nvidia-smi / runtime logs are not step lines."""
     assert FIXTURES is not None
@@ -132,7 +122,6 @@ def test_other_telemetry_fixtures_yield_nothing() -> None:
         assert records(path.name) == [], path.name
 
 
-@needs_fixtures
 def test_bert_phase1_values() -> None:
     got = steps(records(BERT1))
     assert [s.step for s in got] == list(range(78, 86))
@@ -150,7 +139,6 @@ def test_bert_phase1_values() -> None:
     assert [s.loss for s in got] == [9.1875, 8.9375, 9.0, 9.0, 8.875, 9.0, 9.125, 9.0]
 
 
-@needs_fixtures
 def test_bert_phase2_values() -> None:
     got = steps(records(BERT2))
     assert [s.step for s in got] == list(range(26, 33))
@@ -159,7 +147,6 @@ def test_bert_phase2_values() -> None:
     assert all(s.dt is None and s.samples is None for s in got)
 
 
-@needs_fixtures
 def test_nxdt_progress_bar_values() -> None:
     got = steps(records(NXDT))
     assert [s.step for s in got] == [1, 2, 2, 3]
@@ -170,7 +157,6 @@ def test_nxdt_progress_bar_values() -> None:
     assert all(s.throughput is None and s.rank is None for s in got)
 
 
-@needs_fixtures
 def test_optimum_hf_trainer_nan_losses_and_wrapped_cache_hit() -> None:
     recs = records(OPTIMUM)
     # The cache-hit message is wrapped over two lines in the paste; its tail
@@ -181,7 +167,6 @@ def test_optimum_hf_trainer_nan_losses_and_wrapped_cache_hit() -> None:
     assert all(s.step is None and s.loss is not None and math.isnan(s.loss) for s in got)
 
 
-@needs_fixtures
 def test_two_workers_compile_then_cache_hit() -> None:
     recs = records(TWO_WORKERS)
     assert [r.what for r in recs if isinstance(r, CompileLine)] == [

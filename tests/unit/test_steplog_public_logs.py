@@ -7,8 +7,8 @@ of the same bar position count, because each is a separate report; bars that hav
 counted anything yet (``0/18``), evaluation lines and log noise do not. The test counts
 what :func:`explain` finds and requires it to equal that number for every capture.
 
-When ``../shared/fixtures/telemetry`` is present its ``trainlog_*``/``compilelog_*``
-captures are counted too; without it they are left out (and said so).
+The ``trainlog_*``/``compilelog_*`` captures in ``tests/fixtures/telemetry`` are counted
+too.
 
 ``tests/fixtures/steplogs/heldout`` holds captures collected after the parser was written
 (issue #10), from frameworks and scripts it had not seen: fairseq, mmengine / mmcv, timm,
@@ -46,14 +46,10 @@ from neurotui.sources.steplog import (
     explain,
     strip_rank_prefix,
 )
+from tests.captures import STEPLOG_CAPTURES, TELEMETRY_CAPTURES
 
-_REPO = Path(__file__).resolve().parents[2]
-CAPTURES = _REPO / "tests" / "fixtures" / "steplogs"
-_SHARED_DIRS = [
-    _REPO / "shared" / "fixtures" / "telemetry",
-    _REPO.parent / "shared" / "fixtures" / "telemetry",
-]
-SHARED = next((d for d in _SHARED_DIRS if d.is_dir()), None)
+CAPTURES = STEPLOG_CAPTURES
+TELEMETRY = TELEMETRY_CAPTURES
 
 PARSER = StepLineParser.default()
 
@@ -128,8 +124,8 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
     "_EXCERPT.txt": (2, []),
 }
 
-# ../shared/fixtures/telemetry captures, counted when present (same rules).
-SHARED_EXPECTED: dict[str, tuple[int, list[str]]] = {
+# tests/fixtures/telemetry's training and compile logs (same rules).
+TELEMETRY_EXPECTED: dict[str, tuple[int, list[str]]] = {
     "trainlog_torch-neuronx_bert-large-phase1_step_loss_docs.txt": (8, []),
     "trainlog_torch-neuronx_bert-large-phase2_step_loss_docs.txt": (7, []),
     "trainlog_torch-neuronx_bert-large-phase2_resume-and-config_docs.txt": (0, []),
@@ -264,10 +260,9 @@ def _report(path: Path) -> LogReport:
 
 def _all_cases() -> list[tuple[str, Path, int, list[str]]]:
     cases = [(name, CAPTURES / name, n, c) for name, (n, c) in EXPECTED.items()]
-    if SHARED is not None:
-        cases += [
-            (f"shared/{name}", SHARED / name, n, c) for name, (n, c) in SHARED_EXPECTED.items()
-        ]
+    cases += [
+        (f"telemetry/{name}", TELEMETRY / name, n, c) for name, (n, c) in TELEMETRY_EXPECTED.items()
+    ]
     return cases
 
 
@@ -332,8 +327,6 @@ def test_recognition_table(cases: list[tuple[str, Path, int, list[str]]]) -> Non
     total_present = sum(r[2] for r in rows)
     rate = total_found / total_present
     lines.append(f"{'TOTAL':<{width}}  {total_found:>5}  {total_present:>7}  ({rate:.1%})")
-    if SHARED is None:
-        lines.append("(../shared/fixtures/telemetry absent: its captures are not counted)")
     print("\n" + "\n".join(lines))
     invented = [(name, found, present) for name, found, present in rows if found > present]
     assert invented == [], "steps found that are not in the capture"
@@ -498,13 +491,11 @@ def test_values_second_heldout_formats() -> None:
 
 
 def _capture_lines() -> list[tuple[str, list[str]]]:
-    dirs = [CAPTURES, CAPTURES / "heldout", CAPTURES / "heldout2"]
-    if SHARED is not None:
-        dirs.append(SHARED)
+    dirs = [CAPTURES, CAPTURES / "heldout", CAPTURES / "heldout2", TELEMETRY]
     found = []
     for folder in dirs:
         for path in sorted(folder.glob("*.txt")):
-            if folder == SHARED and not path.name.startswith(("trainlog_", "compilelog_")):
+            if folder == TELEMETRY and not path.name.startswith(("trainlog_", "compilelog_")):
                 continue
             text = path.read_bytes().decode("utf-8", "replace")
             found.append((path.name, text.split("\n")))
