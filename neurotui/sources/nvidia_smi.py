@@ -1,4 +1,4 @@
-"""Parse `nvidia-smi` output, plus a thin NVML reader for when nvidia-ml-py is installed.
+"""Parse `nvidia-smi` output.
 
 Preferred input is the stable machine format, `--query-gpu=... --format=csv` and
 `--query-compute-apps=... --format=csv`. Columns are taken from the header (`utilization.gpu
@@ -14,10 +14,10 @@ utilisation in percent. Missing values are None, never 0.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from neurotui.sources.parse_errors import TelemetryParseError
 
@@ -32,13 +32,12 @@ __all__ = [
     "parse_compute_apps_csv",
     "parse_nvidia_smi_table",
     "parse_query_gpu_csv",
-    "read_nvml",
 ]
 
 
 @dataclass(frozen=True)
 class GpuSample:
-    """One row of `--query-gpu` (or one GPU read through NVML)."""
+    """One row of `--query-gpu`."""
 
     index: int | None = None
     name: str | None = None
@@ -121,7 +120,6 @@ _HEADER_RE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(?:\[([^\]]*)\])?\s*$")
 _VALUE_RE = re.compile(r"^([-+]?\d{1,15}(?:\.\d{1,15})?)\s*([A-Za-z%]+)?$")
 _MEM_UNITS = {"B": 0, "KIB": 1, "KB": 1, "MIB": 2, "MB": 2, "GIB": 3, "GB": 3, "TIB": 4, "TB": 4}
 
-T = TypeVar("T")
 
 
 def parse_query_gpu_csv(text: str, fields: Sequence[str] | None = None) -> list[GpuSample]:
@@ -411,74 +409,3 @@ def _table_mem(value: str) -> int | None:
     if not m:
         raise TelemetryParseError(SOURCE, "unreadable memory amount", value)
     return _to_bytes(float(m.group(1)), m.group(2) or "MiB", "memory", value)
-
-
-# --------------------------------------------------------------------------------------------
-# NVML
-
-
-def read_nvml() -> list[GpuSample] | None:
-    """Read every GPU through NVML (`pip install nvidia-ml-py`, imported as `pynvml`).
-
-    Returns None when pynvml is not installed or NVML cannot start (no NVIDIA driver), so a
-    collector can fall back to `nvidia-smi`. A value one GPU does not support is None.
-    """
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return None
-    try:
-
-        def get(call: Callable[[], T]) -> T | None:
-            try:
-                return call()
-            except pynvml.NVMLError:
-                return None
-
-        samples = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            util = get(lambda h=handle: pynvml.nvmlDeviceGetUtilizationRates(h))
-            mem = get(lambda h=handle: pynvml.nvmlDeviceGetMemoryInfo(h))
-            pci = get(lambda h=handle: pynvml.nvmlDeviceGetPciInfo(h))
-            power_mw = get(lambda h=handle: pynvml.nvmlDeviceGetPowerUsage(h))
-            limit_mw = get(lambda h=handle: pynvml.nvmlDeviceGetEnforcedPowerLimit(h))
-            temp = get(
-                lambda h=handle: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)
-            )
-            clock = get(lambda h=handle: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
-            fan = get(lambda h=handle: pynvml.nvmlDeviceGetFanSpeed(h))
-            samples.append(
-                GpuSample(
-                    index=index,
-                    name=_text(get(lambda h=handle: pynvml.nvmlDeviceGetName(h))),
-                    uuid=_text(get(lambda h=handle: pynvml.nvmlDeviceGetUUID(h))),
-                    pci_bus_id=_text(pci.busId) if pci is not None else None,
-                    utilization_gpu=float(util.gpu) if util is not None else None,
-                    utilization_memory=float(util.memory) if util is not None else None,
-                    memory_used_bytes=int(mem.used) if mem is not None else None,
-                    memory_total_bytes=int(mem.total) if mem is not None else None,
-                    memory_free_bytes=int(mem.free) if mem is not None else None,
-                    temperature_c=float(temp) if temp is not None else None,
-                    power_draw_w=power_mw / 1000 if power_mw is not None else None,
-                    power_limit_w=limit_mw / 1000 if limit_mw is not None else None,
-                    sm_clock_mhz=float(clock) if clock is not None else None,
-                    fan_percent=float(fan) if fan is not None else None,
-                )
-            )
-        return samples
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def _text(value: object) -> str | None:
-    """Old pynvml versions return bytes."""
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
-    return str(value)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from datetime import datetime
 
 import pytest
@@ -14,7 +12,6 @@ from neurotui.sources.nvidia_smi import (
     parse_compute_apps_csv,
     parse_nvidia_smi_table,
     parse_query_gpu_csv,
-    read_nvml,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
 from tests.captures import TELEMETRY_CAPTURES
@@ -240,67 +237,3 @@ def test_driver_failure_message():
 def test_table_malformed_raises(text):
     with pytest.raises(TelemetryParseError):
         parse_nvidia_smi_table(text)
-
-
-# --- NVML ------------------------------------------------------------------------------------
-
-
-def test_read_nvml_without_pynvml(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
-    assert read_nvml() is None
-
-
-def _fake_pynvml(*, init_fails: bool = False) -> types.ModuleType:
-    mod = types.ModuleType("pynvml")
-
-    class NVMLError(Exception):
-        pass
-
-    def unsupported(*_args):
-        raise NVMLError("Not Supported")
-
-    def init():
-        if init_fails:
-            raise NVMLError("Driver Not Loaded")
-
-    mod.NVMLError = NVMLError
-    mod.NVML_TEMPERATURE_GPU = 0
-    mod.NVML_CLOCK_SM = 1
-    mod.calls = []
-    mod.nvmlInit = init
-    mod.nvmlShutdown = lambda: mod.calls.append("shutdown")
-    mod.nvmlDeviceGetCount = lambda: 1
-    mod.nvmlDeviceGetHandleByIndex = lambda i: f"h{i}"
-    mod.nvmlDeviceGetName = lambda h: b"NVIDIA A10G"
-    mod.nvmlDeviceGetUUID = lambda h: "GPU-abc"
-    mod.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=b"00000000:00:1E.0")
-    mod.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=42, memory=7)
-    mod.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(
-        used=100 * MiB, total=1000 * MiB, free=900 * MiB
-    )
-    mod.nvmlDeviceGetTemperature = lambda h, sensor: 55
-    mod.nvmlDeviceGetPowerUsage = lambda h: 150500
-    mod.nvmlDeviceGetEnforcedPowerLimit = lambda h: 300000
-    mod.nvmlDeviceGetClockInfo = lambda h, clock: 1710
-    mod.nvmlDeviceGetFanSpeed = unsupported
-    return mod
-
-
-def test_read_nvml_with_fake_module(monkeypatch):
-    fake = _fake_pynvml()
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-    (gpu,) = read_nvml() or []
-    assert gpu.index == 0
-    assert gpu.name == "NVIDIA A10G"
-    assert gpu.pci_bus_id == "00000000:00:1E.0"
-    assert gpu.utilization_gpu == 42.0
-    assert gpu.memory_used_bytes == 100 * MiB
-    assert gpu.power_draw_w == 150.5
-    assert gpu.power_limit_w == 300.0
-    assert gpu.fan_percent is None  # Not Supported -> None
-    assert fake.calls == ["shutdown"]
-
-
-def test_read_nvml_when_driver_missing(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(init_fails=True))
-    assert read_nvml() is None
