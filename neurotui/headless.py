@@ -29,7 +29,7 @@ from neurotui.session.timeline import TimelineView
 def progress_line(state: DashboardState) -> str:
     """One line: elapsed, phase, step, throughput, step time, cost when a price is known."""
     header, tp = state.header, state.throughput
-    parts = [f"[{fmt.duration(header.elapsed_s)}]", header.phase]
+    parts = [f"[{fmt.duration(header.elapsed_s)}]", header.compiling or header.phase]
     if header.step is not None:
         ranks = len(state.ranks)
         parts.append(f"step {header.step}")

@@ -40,6 +40,7 @@ from neurotui.metrics.breakdown import (
     PhaseSplit,
     StepBreakdown,
 )
+from neurotui.metrics.compiles import compile_spans, compiling_now
 from neurotui.session.columns import Columns
 from neurotui.session.jobreader import JobReader
 from neurotui.session.reader import SessionReader
@@ -79,6 +80,8 @@ class HeaderState:
     eta_s: float | None
     projected_usd: float | None
     projection_note: str
+    compiling: str | None = None
+    """While a compile runs: 'compiling: torch.compile, rank 0, 12 s so far'."""
 
 
 @dataclass(frozen=True)
@@ -437,7 +440,16 @@ class DashboardModel:
             price_note=price_note, elapsed_s=elapsed, cost_usd=cost, phase=phase,
             status=status.state, status_detail=status.detail, running=running,
             step=step, step_target=target, eta_s=eta, projected_usd=projected,
-            projection_note=note)
+            projection_note=note,
+            compiling=self._compiling(view_now) if phase == "compiling" else None)
+
+    def _compiling(self, now: float) -> str | None:
+        """What is compiling at `now`, and for how long so far (metrics/compiles.py)."""
+        span = compiling_now(compile_spans(self.reader.events.get("compile", ())), now)
+        if span is None:
+            return None
+        rank = "rank ?" if span.rank is None else f"rank {span.rank}"
+        return f"compiling: {span.source}, {rank}, {now - span.start:.0f} s so far"
 
     def _throughput(self, view_now: float, medians: Mapping[int, tuple[float, int]],
                     stragglers: set[int], silent: Mapping[int, float],

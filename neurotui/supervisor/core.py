@@ -443,6 +443,9 @@ class Supervisor:
         # A graceful stop silences ranks on purpose: no stall then.
         self.alerts.update("stalled", self.stalls.alert(now) if self.stopping is None else None,
                            now)
+        recompiled, mismatched = self.stalls.compiles.alerts(now)
+        self.alerts.update("recompile", recompiled, now)
+        self.alerts.update("compile-mismatch", mismatched, now)
 
     def _guarded(self, what: str, call: Callable[..., object], *args: object) -> None:
         """A failure of the supervisor's own reading (a bug, a file it cannot parse) is

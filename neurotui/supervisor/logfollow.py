@@ -1425,7 +1425,7 @@ class LogFollower:
                         now: float) -> None:
         self.writer.write("compile", t=now, rank=rank, what=record.what, line=_capped(line))
         if self.stalls is not None:
-            self.stalls.compiled(rank, now)
+            self.stalls.compiled(rank, now, record.what)
 
     def _record_step(self, record: StepValues, rank: int | None, now: float,
                      batch: list[_LogStep] | None = None, *, watched: bool = True) -> None:

@@ -24,6 +24,7 @@ from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_WARMUP_STEPS, stall_l
 from neurotui.session import layout
 from neurotui.session.tailing import KeptFiles
 from neurotui.supervisor.alerting import Raised
+from neurotui.supervisor.compiles import CompileWatch
 from neurotui.supervisor.stepoffsets import StepOffsets
 
 _PRECEDENCE = ("probe", "auto", "log")
@@ -115,6 +116,8 @@ class StallWatch:
         places their lines by them)."""
         self.read_at = float("-inf")
         """When read_probes last began: a step done well before it is in `offsets`."""
+        self.compiles = CompileWatch(session_dir)
+        """torch.compile's compiles (probe files) and neuronx-cc's (log lines)."""
 
     def new_attempt(self, attempt: int) -> None:
         """A restart: the steps count from the start again."""
@@ -157,14 +160,17 @@ class StallWatch:
         """`step` for each of one rank's `steps`, stamped `times`, in order (a run of a
         log's lines, _record_figures'; of a probe file's): its track looked up
         once, its steps added in one call."""
+        self.compiles.steps(rank, self.attempt, times, steps)
         track = self._tracks.get((rank, src))
         if track is None:
             self._tracks[(rank, src)] = track = _Track(times[0], steps[0])
             steps, times = steps[1:], times[1:]
         track.add_many(steps, times)
 
-    def compiled(self, rank: int | None, t: float) -> None:
+    def compiled(self, rank: int | None, t: float, what: str | None = None) -> None:
         self._compiled_at[rank] = max(t, self._compiled_at.get(rank, t))
+        if what is not None:
+            self.compiles.log_compile(rank, what, t)
 
     def read_probes(self) -> None:
         """Take the steps the ranks wrote into their probe files since the last call."""
@@ -188,6 +194,9 @@ class StallWatch:
     def _take_probe_lines(self, block: bytes) -> None:
         """The step records of `block` (whole lines) of a probe file."""
         records = self._steps_of_attempt(block, b'"step"')
+        if b'"compile"' in block:  # torch.compile's, from the automatic probe
+            for record in self.compiles.take_probe_lines(block, records):
+                self.compiled(record.get("rank"), float(record["t"]))  # not stalling
         # A file's steps are one rank's, of one source: told a run at a time (rank_steps),
         # its track looked up once, not at each of hundreds of steps a second.
         rank, src = -1, ""

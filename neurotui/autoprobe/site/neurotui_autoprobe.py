@@ -18,6 +18,11 @@ It never reads a tensor's value and never forces a device sync: shapes are known
 Under XLA the times are therefore host-side (when the step was traced and dispatched); in
 steady state the host runs at the device's pace, so their rate is the training's rate.
 
+Once the process imports torch._dynamo (torch.compile does, at its first call), it also
+records each TorchDynamo compile as it starts and ends (`compile` records, `_Compiles`): the
+frame, whether it is a recompile and the guard that failed, its seconds. Nothing runs per step
+for that: Dynamo calls the hooks only while it compiles.
+
 Each step record also says how far the rank's stdout and stderr had been written when the
 step was done (`out`, `err`: the file's device, inode and offset, where they are files): the
 supervisor places each printed line after the step it follows by that offset, so a loss printed
@@ -139,7 +144,7 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
     It finds the module's spec through the other finders, then wraps only that loader
     instance's `exec_module`, so the module, its loader and its spec stay torch's own."""
 
-    WATCHED = ("torch", "torch_xla.distributed.parallel_loader")
+    WATCHED = ("torch", "torch_xla.distributed.parallel_loader", "torch._dynamo")
 
     def __init__(self, probe: _Probe) -> None:
         self.probe = probe
@@ -208,6 +213,7 @@ class _Probe:
         self.grad_enabled: Callable[[], bool] = lambda: True
         self.tensor_type: type | None = None
         self.primary_name = ""
+        self.compiles: _Compiles | None = None
 
     # -- hooking -----------------------------------------------------------------------------
     def on_import(self, name: str, module: Any) -> None:
@@ -216,6 +222,8 @@ class _Probe:
                 self._hook_torch(module)
             elif name == "torch_xla.distributed.parallel_loader":
                 self._hook_iterator(getattr(module, "PerDeviceLoader", None))
+            elif name == "torch._dynamo":
+                self.compiles = _Compiles(self)
         except Exception:
             self.on = False
 
@@ -393,11 +401,13 @@ class _Probe:
                 if stat.S_ISREG(status.st_mode):
                     self.logs.append((key, fd, status.st_dev, status.st_ino))
 
-    def _first_step(self, optimizer: Any, now: float) -> None:
-        """Open this rank's file and say what is being timed."""
-        self.primary = id(optimizer)
-        self.primary_ref = weakref.ref(optimizer)
-        self.primary_name = type(optimizer).__name__
+    def open_file(self) -> RecordFile:
+        """This rank's record file, opened at its first record (a step, or a compile, which
+        comes before the first step)."""
+        if self.file is not None:
+            if self.pid == os.getpid():
+                return self.file
+            self.pending = []  # a forked child: those steps are its parent's to write
         self.rank = int(os.environ.get("RANK", "0"))
         self.local_rank = int(os.environ.get("LOCAL_RANK", str(self.rank)))
         self.attempt = int(os.environ.get(ATTEMPT_ENV, "0"))
@@ -406,6 +416,14 @@ class _Probe:
         self.file = RecordFile(os.path.join(probe_dir, f"auto-rank-{self.rank}.jsonl"),
                                self.rank)
         self.pid = os.getpid()
+        return self.file
+
+    def _first_step(self, optimizer: Any, now: float) -> None:
+        """Open this rank's file and say what is being timed."""
+        self.primary = id(optimizer)
+        self.primary_ref = weakref.ref(optimizer)
+        self.primary_name = type(optimizer).__name__
+        self.open_file()
         self._find_logs()
         atexit.register(self.write_at_exit)
         threading.Thread(target=self._writer, name="neurotui-autoprobe", daemon=True).start()
@@ -419,11 +437,14 @@ class _Probe:
                           else "")))
 
     def _info(self, now: float, what: str, **fields: Any) -> None:
-        self.write_pending()  # in time order
-        record = {"t": now, "kind": "probe_info", "rank": self.rank,
-                  "attempt": self.attempt, "what": what, **fields}
-        assert self.file is not None
-        self.file.write(json.dumps(record) + "\n", 1, now)
+        self.record(now, "probe_info", what=what, **fields)
+
+    def record(self, now: float, kind: str, **fields: Any) -> None:
+        """One record now (after the steps waiting, in time order)."""
+        file = self.open_file()
+        self.write_pending()
+        record = {"t": now, "kind": kind, "rank": self.rank, "attempt": self.attempt, **fields}
+        file.write(json.dumps(record) + "\n", 1, now)
 
     def _first_dim(self, obj: Any, depth: int) -> int | None:
         """The first dimension of the first tensor in a batch (tuple, list, dict, ...)."""
@@ -443,6 +464,162 @@ class _Probe:
             if n is not None:
                 return n
         return None
+
+
+class _Compiles:
+    """TorchDynamo's compiles in this rank, each recorded as it starts and as it ends.
+
+    Armed when the process imports torch._dynamo (torch.compile does, at its first call), so a
+    script without torch.compile pays nothing; it runs only inside a compile, never per step,
+    and reads no tensor. The hooks: torch._dynamo.callback's start and end callbacks (the
+    compile's id "frame/compile": a compile > 0 of a frame is a recompile), the guard failures
+    Dynamo works out before a recompile (convert_frame's get_and_maybe_log_recompilation_reasons,
+    wrapped: nothing is logged that was not), the frame being compiled (convert_frame._compile's
+    `code`, found up the stack) and counters["graph_break"]. Where one is missing in this torch,
+    a `probe_info` record says so once and the others go on."""
+
+    TRIGGERS = {"DYNAMO": "dynamo", "LAZY_BACKWARD": "backward"}
+
+    def __init__(self, probe: _Probe) -> None:
+        self.probe = probe
+        self.started: dict[tuple[str, str], float] = {}
+        self.frames: dict[str, dict[str, Any]] = {}  # compile id -> its frame (for backward)
+        self.reasons: list[str] = []
+        self.counters: Any = None
+        self.missing: list[str] = []
+        dynamo = sys.modules["torch._dynamo"]
+        try:
+            self.handler = dynamo.callback.callback_handler
+            self._register()
+        except Exception as exc:
+            self._unavailable(f"compile hooks unavailable: no torch._dynamo.callback ({exc})")
+            return
+        reset = getattr(dynamo, "reset", None)
+        if reset is not None:  # reset() clears every callback: ours come back after it
+
+            def reset_and_rearm(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return reset(*args, **kwargs)
+                finally:
+                    with contextlib.suppress(Exception):
+                        self._register()
+
+            reset_and_rearm.__wrapped__ = reset  # type: ignore[attr-defined]
+            dynamo.reset = reset_and_rearm
+        try:
+            convert_frame = sys.modules["torch._dynamo.convert_frame"]
+            find_reasons = convert_frame.get_and_maybe_log_recompilation_reasons
+
+            def reasons_kept(*args: Any, **kwargs: Any) -> Any:
+                found = find_reasons(*args, **kwargs)
+                with contextlib.suppress(Exception):
+                    self.reasons = [str(r) for r in found]
+                return found
+
+            reasons_kept.__wrapped__ = find_reasons  # type: ignore[attr-defined]
+            convert_frame.get_and_maybe_log_recompilation_reasons = reasons_kept
+        except Exception as exc:
+            self.missing.append(f"recompile reasons unavailable ({exc!r})")
+        try:
+            self.counters = sys.modules["torch._dynamo.utils"].counters
+        except Exception as exc:
+            self.missing.append(f"graph break counts unavailable ({exc!r})")
+
+    def _register(self) -> None:
+        if self.on_start not in self.handler.start_callbacks:
+            self.handler.register_start_callback(self.on_start)
+        if self.on_end not in self.handler.end_callbacks:
+            self.handler.register_end_callback(self.on_end)
+
+    def _unavailable(self, message: str) -> None:
+        with contextlib.suppress(Exception):
+            self.probe.record(time.time(), "probe_info", what="compile_hooks", message=message)
+
+    def on_start(self, args: Any) -> None:
+        if not self.probe.on:
+            return
+        try:
+            now = time.time()
+            if self.missing:
+                self._unavailable("; ".join(self.missing))
+                self.missing = []
+            trigger, compile_id = self._ids(args)
+            self.started[(trigger, compile_id)] = now
+            recompile = trigger == "dynamo" and _compile_number(compile_id) > 0
+            reasons, self.reasons = self.reasons, []
+            frame = _compiled_frame()
+            if trigger == "dynamo":
+                self.frames[compile_id] = frame
+            elif frame["function"] is None:  # a graph's backward, compiled at its first use
+                frame = self.frames.get(compile_id, frame)
+            self.probe.record(now, "compile", what="compile", src="torch.compile",
+                              id=compile_id, trigger=trigger, recompile=recompile,
+                              reason=(reasons[0] if reasons else None) if recompile else None,
+                              **frame)
+        except Exception:
+            self.probe.on = False
+
+    def on_end(self, args: Any) -> None:
+        if not self.probe.on:
+            return
+        try:
+            now = time.time()
+            trigger, compile_id = self._ids(args)
+            began = self.started.pop((trigger, compile_id), None)
+            breaks = None
+            if self.counters is not None:
+                breaks = sum(self.counters.get("graph_break", {}).values())
+            self.probe.record(now, "compile", what="compiled", src="torch.compile",
+                              id=compile_id, trigger=trigger,
+                              dur_s=None if began is None else now - began,
+                              graph_breaks=breaks)
+        except Exception:
+            self.probe.on = False
+
+    def _ids(self, args: Any) -> tuple[str, str]:
+        trigger = getattr(getattr(args, "callback_trigger", None), "name", "")
+        return self.TRIGGERS.get(trigger, trigger.lower() or "dynamo"), \
+            str(getattr(args, "compile_id", ""))
+
+
+def _compile_number(compile_id: str) -> int:
+    """The compile's number within its frame: "3/1" -> 1 (the frame's second compile)."""
+    try:
+        return int(compile_id.rsplit("/", 1)[1].split("_")[0])
+    except (IndexError, ValueError):
+        return 0
+
+
+def _compiled_frame() -> dict[str, Any]:
+    """The user's function being compiled: the `code` of Dynamo's _compile, up the stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_compile" and code.co_filename.endswith("convert_frame.py"):
+            found = frame.f_locals
+            target = found.get("code")
+            if target is not None and hasattr(target, "co_filename"):
+                if target.co_name == "inner" and target.co_filename.endswith("external_utils.py"):
+                    # torch.compile(module) compiles a wrapper around the module's call
+                    target = _wrapped_code(found.get("closure")) or target
+                return {"function": getattr(target, "co_qualname", target.co_name),
+                        "file": target.co_filename, "line": target.co_firstlineno}
+        frame = frame.f_back
+    return {"function": None, "file": None, "line": None}
+
+
+def _wrapped_code(closure: Any) -> Any:
+    """The code a Dynamo wrapper (`inner` of wrap_inline) calls: a module's forward, or a
+    function's own code."""
+    for cell in closure or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            fn = cell.cell_contents
+            forward = getattr(type(fn), "forward", None)
+            for candidate in (getattr(forward, "__code__", None),
+                              getattr(getattr(fn, "__func__", fn), "__code__", None)):
+                if candidate is not None:
+                    return candidate
+    return None
 
 
 def _device_type(optimizer: Any) -> str | None:

@@ -101,10 +101,13 @@ class SessionHeader(Widget):
         parts: list[str | tuple[str, str] | Content] = [" "]
         if with_phase:  # (line one holds only a long name)
             parts += [self._phase(s), "  "]
-        step = "no step yet" if s.step is None else f"step {s.step:,}"
+        # While a compile runs, what compiles and for how long, not only "no step yet".
+        step = (s.compiling or "no step yet") if s.step is None else f"step {s.step:,}"
         if s.step_target is not None:
             step += f"/{s.step_target:,}"
         parts.append((step, VALUE if s.step is not None else MUTED))
+        if s.step is not None and s.compiling:
+            parts += ["  ", (s.compiling, MUTED)]
         if s.step_target is not None:
             if s.eta_s is not None:
                 parts += ["  ", ("ETA ", LABEL), (fmt.short_duration(s.eta_s), VALUE)]

@@ -1,0 +1,136 @@
+"""The supervisor's watch on compiles: torch.compile's, from the ranks' probe files, and
+neuronx-cc's, from the log lines the follower reads. It raises two alerts, recorded in the
+session (alerting.AlertRecorder) whoever watches: `recompile` (a graph compiled after its
+rank's first step, with the rank, the step it followed, the frame, the guard that failed, its
+seconds and their dollars at the run's price) and `compile-mismatch` (the ranks compiled
+different numbers of graphs). One definition of a compile for both: metrics/compiles.py.
+
+Light: it looks only at probe lines that hold a compile record, and works the figures out
+again only when a compile record came.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+from neurotui import fmt
+from neurotui.metrics import compiles
+from neurotui.session.writer import read_meta
+from neurotui.supervisor.alerting import Raised
+
+RECOMPILE = "recompile"
+MISMATCH = "compile-mismatch"
+_SHOWN = 5  # recompiles named in the alert's evidence (the latest)
+
+
+class CompileWatch:
+    def __init__(self, session_dir: Path) -> None:
+        self.session_dir = session_dir
+        self.records: list[dict[str, Any]] = []
+        self.first: dict[tuple[int, int], float] = {}  # (rank, attempt) -> first step's t
+        self.last_step: dict[int, tuple[float, int]] = {}  # rank -> its latest (t, step)
+        self.step_at: dict[tuple[int | None, float], int] = {}  # a compile -> the step before
+        self._judged: tuple[int, int] = (-1, -1)
+        self._alerts: tuple[Raised | None, Raised | None] = (None, None)
+
+    def steps(self, rank: int, attempt: int, times: list[float], steps: list[int]) -> None:
+        """One rank's steps, in order, as the probe files or logs give them."""
+        if not times:
+            return
+        key = (rank, attempt)
+        if key not in self.first:
+            self.first[key] = times[0]
+        self.last_step[rank] = (times[-1], steps[-1])
+
+    def take_probe_lines(self, block: bytes, steps: list[Any]) -> list[dict[str, Any]]:
+        """The compile records among a probe file's whole lines (one os.write each);
+        `steps`: the step records of the same lines, before `steps()` is told them (a
+        compile follows the last of its rank's steps before it). Returns those records."""
+        taken: list[dict[str, Any]] = []
+        if b'"compile"' not in block:
+            return taken
+        for raw in block.split(b"\n"):
+            if b'"kind": "compile"' not in raw and b'"kind":"compile"' not in raw:
+                continue
+            with contextlib.suppress(ValueError):
+                record = json.loads(raw)
+                if isinstance(record, dict) and record.get("kind") == "compile":
+                    self._add(record, steps)
+                    taken.append(record)
+        return taken
+
+    def log_compile(self, rank: int | None, what: str, t: float) -> None:
+        """A neuronx-cc line the log follower classified (sources/steplog.py)."""
+        self._add({"t": t, "kind": "compile", "rank": rank, "what": what}, [])
+
+    def _add(self, record: dict[str, Any], steps: list[Any]) -> None:
+        if record.get("what") == "compile":
+            rank, t = record.get("rank"), float(record["t"])
+            before = [s.step for s in steps if s.rank == rank and s.t <= t]
+            seen = self.last_step.get(rank) if isinstance(rank, int) else None
+            if before:
+                self.step_at[(rank, t)] = before[-1]
+            elif seen is not None:
+                self.step_at[(rank, t)] = seen[1]
+        self.records.append(record)
+
+    def alerts(self, now: float) -> tuple[Raised | None, Raised | None]:
+        """(recompile, compile-mismatch) as they stand."""
+        state = (len(self.records), len(self.first))
+        if state == self._judged:
+            return self._alerts
+        self._judged = state
+        spans = compiles.compile_spans(sorted(self.records, key=lambda r: float(r["t"])))
+        figures = compiles.compile_figures(spans, self.first)
+        self._alerts = (self._recompile(figures), self._mismatch(figures))
+        return self._alerts
+
+    def _recompile(self, figures: compiles.CompileFigures) -> Raised | None:
+        late = figures.recompile_spans
+        if not late:
+            return None
+        usd_per_hour = self._price()
+        evidence = [self._told(span, usd_per_hour) for span in late[-_SHOWN:]]
+        if len(late) > _SHOWN:
+            evidence.insert(0, f"{len(late)} graphs compiled after the first step; the last "
+                               f"{_SHOWN}:")
+        total = sum(s.seconds() or 0.0 for s in late)
+        cost = total * usd_per_hour / 3600 if usd_per_hour else None
+        title = (f"recompilation: {len(late)} graph{'s' if len(late) != 1 else ''} compiled "
+                 f"after the first step ({fmt.seconds(total)}"
+                 + (f", {fmt.usd(cost)}" if cost is not None else "") + ")")
+        return Raised("warning", title, tuple(evidence),
+                      "keep shapes static (pad the last batch, drop_last=True), mark a size "
+                      "dynamic (torch._dynamo.mark_dynamic), avoid Python branches on tensor "
+                      "values; on Neuron, check the compile cache")
+
+    def _told(self, span: compiles.CompileSpan, usd_per_hour: float | None) -> str:
+        step = self.step_at.get((span.rank, span.start))
+        took = span.seconds()
+        bits = [f"rank {span.rank if span.rank is not None else '?'}"
+                + (f" after step {step}" if step is not None else ""),
+                f"{span.source} " + (f"recompiled {span.frame}" if span.frame else "compiled"),
+                "still compiling" if took is None else f"{fmt.seconds(took)}"
+                + (f" = {fmt.usd(took * usd_per_hour / 3600)} at {fmt.usd(usd_per_hour)}/h"
+                   if usd_per_hour else "")]
+        if span.reason:
+            bits.append(f"because {span.reason.strip().splitlines()[0][:200]}")
+        return "; ".join(bits)
+
+    def _mismatch(self, figures: compiles.CompileFigures) -> Raised | None:
+        if not figures.mismatch:
+            return None
+        return Raised("warning", "ranks compiled different numbers of graphs",
+                      (compiles.mismatch_text(figures.graphs_by_rank),),
+                      "a rank took a path the others did not (a different shape or branch): "
+                      "its extra compiles hold every rank up at the next collective")
+
+    def _price(self) -> float | None:
+        with contextlib.suppress(Exception):
+            price = (read_meta(self.session_dir).get("price") or {}).get("usd_per_hour")
+            if isinstance(price, (int, float)) and price > 0:
+                return float(price)
+        return None

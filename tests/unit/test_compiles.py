@@ -1,0 +1,120 @@
+"""One definition of a compile (metrics/compiles.py) for torch.compile's records and
+neuronx-cc's lines, and the supervisor's alerts from them (supervisor/compiles.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from neurotui.metrics.compiles import (
+    NEURONX_CC,
+    TORCH_COMPILE,
+    compile_figures,
+    compile_spans,
+    compiling_now,
+    first_steps,
+)
+from neurotui.supervisor.compiles import CompileWatch
+from neurotui.supervisor.stallwatch import _ProbeStep
+
+
+def torch_compile(t: float, what: str, rank: int = 0, cid: str = "0/0", **more: object) -> dict:
+    return {"t": t, "kind": "compile", "what": what, "src": TORCH_COMPILE, "rank": rank,
+            "attempt": 0, "id": cid, "trigger": more.pop("trigger", "dynamo"), **more}
+
+
+def test_a_recompile_after_the_first_step_is_counted_with_its_reason() -> None:
+    records = [
+        torch_compile(10.0, "compile", function="forward", file="/x/model.py", line=12),
+        torch_compile(18.0, "compiled", dur_s=8.0, graph_breaks=0),
+        torch_compile(18.1, "compile", trigger="backward"),
+        torch_compile(19.0, "compiled", trigger="backward"),
+        torch_compile(30.0, "compile", cid="0/1", recompile=True,
+                      reason="tensor 'x' size mismatch at index 0. expected 4, actual 8"),
+        torch_compile(30.5, "compiled", cid="0/1"),
+    ]
+    spans = compile_spans(records)
+    assert [s.backward for s in spans] == [False, True, False]
+    assert spans[0].frame == "forward (model.py:12)"
+    figures = compile_figures(spans, first_steps([(19.5, 0, 0), (20.0, 0, 0)]))
+    assert figures.compile_s == pytest.approx(8.0 + 0.9 + 0.5)
+    assert figures.before_first_step_s == pytest.approx(8.9)
+    assert figures.compiles == 2
+    assert figures.recompiles == 1
+    assert "expected 4, actual 8" in (figures.recompile_spans[0].reason or "")
+    assert not figures.mismatch
+    assert figures.usd(3.6) == pytest.approx(9.4 * 3.6 / 3600)
+
+
+def test_no_compile_records_no_compile_figures() -> None:
+    figures = compile_figures(compile_spans([]), first_steps([(1.0, 0, 0)]))
+    assert figures.compile_s is None
+    assert figures.recompiles == 0  # steps were taken: none after them
+    assert figures.usd(3.6) is None
+    assert compile_figures([], {}).recompiles is None  # no step: unknown
+
+
+def test_ranks_that_compiled_different_numbers_of_graphs_are_a_mismatch() -> None:
+    records = [torch_compile(1.0, "compile", rank=0), torch_compile(2.0, "compiled", rank=0),
+               torch_compile(1.0, "compile", rank=1), torch_compile(2.5, "compiled", rank=1),
+               torch_compile(9.0, "compile", rank=1, cid="0/1", recompile=True),
+               torch_compile(9.2, "compiled", rank=1, cid="0/1")]
+    first = first_steps([(3.0, 0, 0), (3.0, 1, 0)])
+    figures = compile_figures(compile_spans(records), first)
+    assert figures.graphs_by_rank == {0: 1, 1: 2}
+    assert figures.mismatch
+    # While a rank still compiles, the counts are not judged yet.
+    assert not compile_figures(compile_spans(records[:-1]), first).mismatch
+    assert compile_figures(compile_spans(records), first).compile_s == pytest.approx(1.7)
+
+
+def test_neuronx_cc_lines_make_the_same_spans() -> None:
+    lines = [{"t": 1.0, "rank": 0, "what": "cache_miss"}, {"t": 1.1, "rank": 0, "what": "compile"},
+             {"t": 61.0, "rank": 0, "what": "compiled"}, {"t": 62.0, "rank": 0,
+                                                           "what": "cache_hit"},
+             {"t": 100.0, "rank": 0, "what": "compile"}, {"t": 130.0, "rank": 0,
+                                                          "what": "compile_failed"}]
+    spans = compile_spans(lines)
+    assert [(s.source, s.start, s.end, s.failed) for s in spans] == [
+        (NEURONX_CC, 1.0, 61.0, False), (NEURONX_CC, 100.0, 130.0, True)]
+    figures = compile_figures(spans, first_steps([(70.0, 0, 0)]))
+    assert figures.compile_s == pytest.approx(90.0)
+    assert figures.recompiles == 1
+
+
+def test_what_compiles_now_is_named() -> None:
+    spans = compile_spans([torch_compile(10.0, "compile", rank=1)])
+    running = compiling_now(spans, 22.0)
+    assert running is not None and running.rank == 1 and running.seconds(22.0) == 12.0
+    assert compiling_now(spans, 5.0) is None
+
+
+def test_the_supervisor_raises_the_recompile_alert_with_its_evidence(tmp_path: Path) -> None:
+    (tmp_path / "meta.json").write_text(json.dumps({"format": 1, "price": {
+        "usd_per_hour": 3.6}}))
+    watch = CompileWatch(tmp_path)
+    first = [torch_compile(10.0, "compile", function="forward", file="/m.py", line=3),
+             torch_compile(18.0, "compiled")]
+    watch.take_probe_lines("\n".join(json.dumps(r) for r in first).encode(), [])
+    watch.steps(0, 0, [19.0 + i for i in range(30)], list(range(1, 31)))
+    assert watch.alerts(50.0) == (None, None)
+    later = [torch_compile(49.5, "compile", cid="0/1", recompile=True, function="forward",
+                           file="/m.py", line=3,
+                           reason="0/0: tensor 'args[0]' size mismatch at index 0. "
+                                  "expected 4, actual 8"),
+             torch_compile(51.5, "compiled", cid="0/1")]
+    steps = [_ProbeStep(t=49.2, kind="step", step=31, rank=0, src="auto"),
+             _ProbeStep(t=52.0, kind="step", step=32, rank=0, src="auto")]
+    taken = watch.take_probe_lines(
+        "\n".join(json.dumps(r) for r in later).encode(), steps)
+    assert len(taken) == 2
+    recompile, mismatch = watch.alerts(53.0)
+    assert mismatch is None
+    assert recompile is not None
+    assert "1 graph compiled after the first step" in recompile.title
+    (told,) = recompile.evidence
+    assert told.startswith("rank 0 after step 31;")
+    assert "forward (m.py:3)" in told and "2.00s" in told and "$0.0020 at $3.60/h" in told
+    assert "expected 4, actual 8" in told
