@@ -73,10 +73,11 @@ class NeurotuiApp(ReplayApp):
         return HomeScreen(self.root)
 
     def on_mount(self) -> None:
+        # DashboardApp's on_mount (which starts following) runs after this one: Textual calls
+        # each class's handler itself, and calling it here too started following twice.
         if self.following:
             self._dashboard = self.make_dashboard()
             self.push_screen(self._dashboard)
-        super().on_mount()
 
     def on_open_session(self, message: OpenSession) -> None:
         self.show_session(message.path, replay=not message.live)

@@ -303,12 +303,13 @@ class ReplayApp(DashboardApp):
         return _written(view.last(LOG_OFFSETS))
 
     def on_log_lines(self, message: LogLines) -> None:
+        """Names the panel; DashboardApp's handler then draws the lines. Textual calls each
+        class's handler along the MRO by itself: calling it here too drew them twice."""
         from neurotui.ui.widgets.logs import LogPanel
 
         if self.replaying and self._dashboard is not None and self.timeline is not None \
                 and not self.timeline.has_log_offsets:
             self.dashboard.query_one(LogPanel).label = "Log (whole run)"
-        super().on_log_lines(message)
 
     def position(self) -> ReplayPosition | None:
         clock = self.replay_clock
