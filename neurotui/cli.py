@@ -30,7 +30,7 @@ from neurotui.session.paths import (
     list_sessions,
     sessions_root,
 )
-from neurotui.session.status import session_status, supervisor_alive
+from neurotui.session.status import session_status, status_of, supervisor_alive
 from neurotui.supervisor import spool
 from neurotui.supervisor.launch import job_argv, resolve_executable, torchrun_position
 from neurotui.supervisor.spawn import adopt, start_supervisor
@@ -466,13 +466,14 @@ def cmd_ls(root: Path) -> int:
     print(f"{'SESSION':44} {'STATE':13} {'DURATION':>9}  COMMAND")
     jobs: dict[str, list[str]] = {}  # a job of many nodes: a line per node, after the table
     for path in sessions:
-        status = session_status(path)
-        take_leftovers_of_lost(path, status.state)
-        try:
+        try:  # once: its state comes from what is read here
             meta = load_meta(path)
-        except SessionFormatError as exc:
-            print(f"{path.name:44} {'unreadable':13} {'':>9}  {exc}")
+        except SessionFormatError as exc:  # that session's problem alone, named on its row
+            problem = str(exc).removeprefix(f"{path / layout.META}: ")
+            print(f"{path.name:44} {'unreadable':13} {'':>9}  {layout.META}: {problem}")
             continue
+        status = status_of(meta)
+        take_leftovers_of_lost(path, status.state)
         start = finite_or_none(meta.get("started_at"))
         end = finite_or_none(meta.get("ended_at")) or (time.time() if status.running else None)
         took = fmt.short_duration(end - start if start is not None and end is not None else None)
@@ -564,6 +565,7 @@ def cmd_stop(args: argparse.Namespace, root: Path) -> int:
     if args.session and (parts := job_parts(root, args.session)):
         return stop_whole_job(args.session, parts, restart=args.restart, wait_s=args.wait)
     session_dir = find_session(root, args.session, running_only=True)
+    load_meta(session_dir)  # a clear error now for a session whose meta.json cannot be read
     answer = stop_job(session_dir, by="cli", restart=args.restart, going_direct=lambda why:
                       print(f"neurotui: {why}", file=sys.stderr, flush=True))
     if not answer.ok or answer.direct:

@@ -84,39 +84,50 @@ def step(samples: int | float, loss: float | None = None, *, step: int | None = 
             _refuse(f"step={step!r} cannot be recorded (a whole number from 0 to 2**53)")
             return
         now = time.time()
+        nonfinite: list[str] = []  # strict JSON: NaN and infinities are null, named here
         if isinstance(dt, (int, float)) and not isinstance(dt, bool):
-            dt_text = _number(float(dt))
+            dt_text = _number(float(dt), '"dt"', nonfinite)
         else:
             dt_text = "null" if _last_t is None else repr(now - _last_t)
         _last_t = now
         _step = step if step is not None else _step + 1
-        loss_text = _number(loss)
-        phase_text = "null" if not phases else _phases_json(phases)
+        loss_text = _number(loss, '"loss"', nonfinite)
+        samples_text = _number(samples, '"samples"', nonfinite)
+        phase_text = "null" if not phases else _phases_json(phases, nonfinite)
+        flags = f',"nonfinite":{{{",".join(nonfinite)}}}' if nonfinite else ""
         # Formatted by hand: json.dumps of the whole record costs several times more.
         line = (f'{{"t":{now!r},"kind":"step","rank":{_rank},"step":{int(_step)},'
-                f'"samples":{_number(samples)},"loss":{loss_text},"dt":{dt_text},'
-                f'"phases":{phase_text},"src":"probe","attempt":{_attempt}}}\n')
+                f'"samples":{samples_text},"loss":{loss_text},"dt":{dt_text},'
+                f'"phases":{phase_text},"src":"probe","attempt":{_attempt}{flags}}}\n')
         file.write(line, 1, now)
     except Exception:
         _switch_off()
 
 
-def _number(value: object) -> str:
+def _number(value: object, place: str, nonfinite: list[str]) -> str:
+    """`value` as strict JSON: a number, else null; a NaN or infinity is null too, and its
+    `place` (a JSON string) goes into `nonfinite` with what it was (session/FORMAT.md)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "null"
     if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        what = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        nonfinite.append(f'{place}:"{what}"')
+        return "null"
     return repr(value)
 
 
-def _phases_json(phases: dict[str, float]) -> str:
+def _phases_json(phases: dict[str, float], nonfinite: list[str]) -> str:
     # Keys are escaped once and cached: json.dumps on every call would double the probe's cost.
     parts = []
     for name, seconds in phases.items():
         key = _phase_keys.get(name)
         if key is None:
             key = _phase_keys[name] = json.dumps(str(name))
-        parts.append(f"{key}:{_number(seconds)}")
+        if isinstance(seconds, float) and not math.isfinite(seconds):
+            _number(seconds, json.dumps(f"phases.{name}"), nonfinite)
+            parts.append(f"{key}:null")
+        else:
+            parts.append(f"{key}:{_number(seconds, key, nonfinite)}")
     return "{" + ",".join(parts) + "}"
 
 

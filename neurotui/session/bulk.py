@@ -206,7 +206,7 @@ def decode_block(block: bytes | memoryview, lines: int) -> DecodedSteps | None:
         return None
     try:
         records = _DECODER.decode_lines(block)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     if len(records) != lines:  # a blank line: let the lines be counted one by one
         return None
@@ -346,7 +346,7 @@ class MixedDecoder:
         """The `lines` complete lines of `block` decoded, or None (see the class)."""
         try:
             records = self._decoder.decode_lines(block)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
         if len(records) != lines:  # a blank line: let the lines be looked at one by one
             return None
@@ -366,7 +366,7 @@ def heads_of(block: bytes | memoryview, lines: int) -> list[Head] | None:
     object with both (the whole line checked to be JSON); None if one is not, or is blank."""
     try:
         heads = _HEAD_DECODER.decode_lines(block)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     return heads if len(heads) == lines else None  # fewer: a blank line
 
@@ -398,12 +398,12 @@ def _decode_into(decoder: msgspec.json.Decoder, lines: Sequence[bytes], which: l
             try:
                 records.append(decoder.decode(lines[i]))
                 taken.append(i)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 rejected.append(i)
         return
     try:
         decoded = decoder.decode_lines(b"\n".join(lines[i] for i in which))
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         half = len(which) // 2
         _decode_into(decoder, lines, which[:half], records, taken, rejected)
         _decode_into(decoder, lines, which[half:], records, taken, rejected)

@@ -42,6 +42,7 @@ import numpy as np
 
 from neurotui.session import layout
 from neurotui.session.columns import Columns
+from neurotui.session.jsonfile import SMALL_FILE_MAX_BYTES, read_json_file
 
 CACHE_DIR = ".cache"
 STAMP = "stamp.json"
@@ -213,7 +214,7 @@ def state(session_dir: Path, src_categories: Sequence[str]) -> CacheState | None
     the stamp counts.
     """
     try:
-        stamp = json.loads((cache_dir(session_dir) / STAMP).read_text("utf-8"))
+        stamp = read_json_file(cache_dir(session_dir) / STAMP, SMALL_FILE_MAX_BYTES)
         return _state_of(stamp, session_dir, src_categories)
     except Exception:  # stale, half-deleted by a concurrent writer, foreign, truncated...
         return None
@@ -373,7 +374,7 @@ def _write_stamp(folder: Path, stamp: dict[str, Any], written: list[Path]) -> No
     """The stamp, atomically (a reader sees the old one or this one, whole)."""
     tmp = folder / f".{STAMP}.{stamp['token']}.tmp"
     written.append(tmp)
-    tmp.write_text(json.dumps(stamp), "utf-8")
+    tmp.write_text(json.dumps(stamp, allow_nan=False), "utf-8")  # counts: all finite
     os.replace(tmp, folder / STAMP)
 
 
@@ -508,7 +509,7 @@ def write_values(session_dir: Path, found: CacheState, what: str, name: str,
 def _stamped(folder: Path) -> tuple[str, dict[str, int]] | None:
     """The token and row counts of the stamp there now."""
     try:
-        stamp = json.loads((folder / STAMP).read_text("utf-8"))
+        stamp = read_json_file(folder / STAMP, SMALL_FILE_MAX_BYTES)
         return str(stamp["token"]), {what: int(n) for what, n in stamp["rows"].items()}
     except Exception:
         return None

@@ -14,7 +14,6 @@ them all, as before.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from neurotui.session import layout
+from neurotui.session.jsonfile import SMALL_FILE_MAX_BYTES, read_json_file, restore_nonfinite
 from neurotui.session.writer import write_json_atomic
 
 TALLY_EVERY_S = 30.0
@@ -144,7 +144,7 @@ def save(session_dir: Path, tally: NeuronTally) -> None:
 
 def load(session_dir: Path) -> NeuronTally | None:
     try:
-        with open(session_dir / layout.NEURON_TALLY, "rb") as f:
-            return NeuronTally.from_json(json.loads(f.read()))
-    except (OSError, ValueError):
+        data = read_json_file(session_dir / layout.NEURON_TALLY, SMALL_FILE_MAX_BYTES)
+        return NeuronTally.from_json(restore_nonfinite(data) if isinstance(data, dict) else data)
+    except (OSError, ValueError):  # (past the limits on a session's JSON: a ValueError)
         return None

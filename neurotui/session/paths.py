@@ -32,10 +32,11 @@ def new_session_id(name: str, now: float | None = None) -> str:
 
 
 def list_sessions(root: Path) -> list[Path]:
-    """Session folders (those holding a meta.json), oldest first by folder name."""
+    """Session folders (those holding a meta.json), oldest first by folder name. Whatever
+    their meta.json is (a FIFO, a folder): listed, and found unreadable when read."""
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if (p / "meta.json").is_file())
+    return sorted(p for p in root.iterdir() if (p / "meta.json").exists())
 
 
 def broken_sessions(root: Path) -> list[Path]:

@@ -38,6 +38,7 @@ import numpy as np
 from neurotui.session import bulk, cache, helper_decode, layout
 from neurotui.session.bulk import MAX_RANK, MAX_SAMPLES, MAX_STEP, MAX_TIME
 from neurotui.session.columns import Columns, distinct_ints
+from neurotui.session.jsonfile import NONFINITE, restore_nonfinite
 from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.stepsources import (
     AUTO,
@@ -98,6 +99,8 @@ class _Tail:
     offset: int = 0
     line_no: int = 0
     pending: bytes = b""
+    read_error: str | None = None
+    """Why the file could not be read at the last try (counted once, not at every poll)."""
     fspath: str = ""
     """`path` as a string (stat'ed at every poll, for each of a job's thousands of files)."""
 
@@ -475,7 +478,9 @@ class SessionReader:
             except FileNotFoundError:
                 return added
             except OSError as exc:
-                self._bad(tail, f"{exc}")
+                if tail.read_error != str(exc):  # a file that cannot be read is one problem,
+                    tail.read_error = str(exc)  # however many polls find it so
+                    self._bad(tail, f"{exc}")
                 return added
             tail.offset, tail.pending = start + complete, chunk[complete:]
             read = len(chunk)
@@ -1374,11 +1379,20 @@ _JSON = msgspec.json.Decoder()
 def json_loads(line: bytes) -> Any:
     """json.loads of a line: by msgspec (a telemetry line in a third of the time), which
     gives what json gives wherever it reads the line; what it refuses and json reads (NaN,
-    which Python's json writes; a float beyond range; a lone surrogate) by json."""
+    which older sessions hold; a float beyond range; a lone surrogate) by json. A record's
+    numbers written as null for being NaN or infinite (its `nonfinite` field: FORMAT.md) are
+    read back as they were. A ValueError for anything that is not JSON, a line nested past the
+    recursion limit included (a RecursionError would stop the whole read)."""
     try:
-        return _JSON.decode(line)
-    except msgspec.DecodeError:
-        return json.loads(line)
+        try:
+            value = _JSON.decode(line)
+        except msgspec.DecodeError:
+            value = json.loads(line)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    if isinstance(value, dict) and NONFINITE in value:
+        restore_nonfinite(value)
+    return value
 
 
 def _num(value: Any) -> float:

@@ -13,7 +13,6 @@ model and screens serve replay unchanged: replay is not a second rendering path.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import re
 from collections import deque
@@ -30,6 +29,7 @@ from neurotui.session.reader import (
     ReadProblems,
     SessionReader,
     TakenSteps,
+    json_loads,
 )
 from neurotui.session.status import SessionStatus, session_status
 
@@ -56,7 +56,7 @@ class _Samples:
         if f is None:
             f = self._files[sid] = open(self.paths[sid], "rb")  # noqa: SIM115 (closed in close())
         f.seek(int(self.offset[i]))
-        record = json.loads(f.read(int(self.length[i])))
+        record = json_loads(f.read(int(self.length[i])))
         if not isinstance(record, dict):
             raise ValueError(f"{self.paths[sid]}: byte {self.offset[i]}: not an event")
         return record

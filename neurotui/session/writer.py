@@ -19,17 +19,26 @@ from typing import Any
 
 import msgspec
 
+from neurotui.session.jsonfile import (
+    META_MAX_BYTES,
+    JsonFileError,
+    dumps_strict,
+    read_json_file,
+    strict,
+)
+
 FORMAT_VERSION = 1
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Readers never see a half-written meta.json: write a sibling, then rename over. Raises
-    OSError (a full disk), leaving the old file as it was and no sibling behind."""
+    OSError (a full disk), leaving the old file as it was and no sibling behind. Strict JSON:
+    a non-finite number is written as null and named in `nonfinite` (jsonfile.py)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = dumps_strict(data, indent=2, sort_keys=True, default=str)
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True, default=str)
-            f.write("\n")
+            f.write(text + "\n")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -37,8 +46,12 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 
 
 def read_meta(session_dir: Path) -> dict[str, Any]:
-    with open(session_dir / "meta.json", encoding="utf-8") as f:
-        return json.load(f)
+    """meta.json as the supervisor reads it to update it: within the limits every reader
+    keeps (a JsonFileError, a ValueError, past them: jsonfile.py)."""
+    meta = read_json_file(session_dir / "meta.json", META_MAX_BYTES)
+    if not isinstance(meta, dict):
+        raise JsonFileError("not a JSON object")
+    return meta
 
 
 def update_meta(session_dir: Path, **changes: Any) -> dict[str, Any]:
@@ -48,9 +61,10 @@ def update_meta(session_dir: Path, **changes: Any) -> dict[str, Any]:
     return meta
 
 
-_ENCODE = json.JSONEncoder(default=str).encode
+_ENCODE = json.JSONEncoder(default=str, allow_nan=False).encode
 """One encoder for every record: json.dumps(default=...) builds a new one per call, a third of
-the cost of a step event, and the supervisor writes hundreds a second."""
+the cost of a step event, and the supervisor writes hundreds a second. Strict: a record with a
+non-finite number is refused (ValueError), and written again by jsonfile.strict."""
 
 _ENCODE_PLAIN = msgspec.json.Encoder().encode
 """write_plain's encoder: a tenth of the json module's time a process row (0.2 against 2 us),
@@ -95,7 +109,11 @@ class EventWriter:
     def write(self, kind: str, t: float | None = None, **fields: Any) -> None:
         record = {"t": time.time() if t is None else t, "kind": kind, **fields}
         try:
-            self._pending.append((_ENCODE(record) + "\n").encode())
+            try:
+                line = _ENCODE(record)
+            except ValueError:  # NaN or infinity: null, named in `nonfinite` (FORMAT.md)
+                line = _ENCODE(strict(record))
+            self._pending.append((line + "\n").encode())
             self._kinds.append(kind)
         except (TypeError, ValueError) as exc:  # not serialisable: a bug, counted not raised
             self._count_lost([kind], record["t"], exc)

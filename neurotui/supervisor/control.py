@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from neurotui.session import layout
+from neurotui.session.jsonfile import META_MAX_BYTES, read_json_file
 
 _MAX_UNIX_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 
@@ -130,8 +131,7 @@ def send(session_dir: Path, request: dict[str, Any], timeout: float = 5.0) -> di
 def _recorded_socket(session_dir: Path) -> Path | None:
     """The socket the supervisor said it listens on (meta.json), if any."""
     try:
-        with open(session_dir / layout.META, encoding="utf-8") as f:
-            recorded = json.load(f).get("control_socket")
-    except (OSError, ValueError, AttributeError):
+        recorded = read_json_file(session_dir / layout.META, META_MAX_BYTES).get("control_socket")
+    except (OSError, ValueError, AttributeError):  # (a deep or huge meta.json: a ValueError)
         return None
     return Path(recorded) if isinstance(recorded, str) and recorded else None

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neurotui.session import layout
+from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.status import pid_alive
-from neurotui.session.writer import EventWriter, read_meta, update_meta
+from neurotui.session.writer import EventWriter, update_meta
 from neurotui.supervisor import control
 from neurotui.supervisor.process_tree import JobTree
 
@@ -39,7 +40,10 @@ def stop_job(session_dir: Path, *, by: str, restart: bool = False,
             return StopAnswer(False, f"{why}; cannot restart")
         if going_direct is not None:
             going_direct(f"{why}; stopping the job directly")
-        stopped = stop_unsupervised(session_dir, by=by)
+        try:
+            stopped = stop_unsupervised(session_dir, by=by)
+        except SessionFormatError as exc:  # its pids cannot be known: nothing to signal
+            return StopAnswer(False, f"cannot stop it: {exc}", direct=True)
         return StopAnswer(stopped, "stopped" if stopped else "the job was not running",
                           direct=True)
     if restart:
@@ -49,8 +53,9 @@ def stop_job(session_dir: Path, *, by: str, restart: bool = False,
 
 def stop_unsupervised(session_dir: Path, int_timeout_s: float = 20.0,
                       term_timeout_s: float = 10.0, *, by: str = "cli") -> bool:
-    """The supervisor's escalation, done here; False when the job was not running."""
-    meta = read_meta(session_dir)
+    """The supervisor's escalation, done here; False when the job was not running.
+    SessionFormatError when its meta.json cannot be read (no pids to signal)."""
+    meta = load_meta(session_dir)
     if not pid_alive(meta.get("job_pid"), meta.get("job_create_time")):
         return False
     tree = JobTree(int(meta["job_pid"]))

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from neurotui.session.jsonfile import SMALL_FILE_MAX_BYTES, read_json_file
 from neurotui.session.status import session_status
 
 REQUEST_FILE = "control-request.json"
@@ -76,8 +77,8 @@ class RequestInbox:
             return None  # read before and kept (it could not be removed)
         self._seen = seen
         try:
-            request = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            request = read_json_file(self.path, SMALL_FILE_MAX_BYTES)
+        except (OSError, ValueError):  # (past a session JSON's limits too: a ValueError)
             return None  # half-written by something else than post_request: next look
         with contextlib.suppress(OSError):
             self.path.unlink()

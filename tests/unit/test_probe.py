@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from neurotui import probe
+from neurotui.session.reader import json_loads
 
 
 @pytest.fixture(autouse=True)
@@ -33,11 +35,14 @@ def test_records_rank_step_loss_phases(tmp_path: Path, monkeypatch: pytest.Monke
     probe.step(16, float("nan"))
     probe.step(8, loss=None, step=10, dt=2.5)
     lines = (tmp_path / "probe" / "rank-3.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
+    records = [json.loads(line, parse_constant=_refuse) for line in lines]  # strict JSON
     assert [r["step"] for r in records] == [1, 2, 10]
     assert records[0]["rank"] == 3 and records[0]["attempt"] == 2
     assert records[0]["phases"] == {"data": 0.5} and records[0]["dt"] is None
-    assert records[1]["loss"] != records[1]["loss"]  # NaN kept: a diverging loss is news
+    assert "nonfinite" not in records[0]
+    # NaN kept, as null and named: a diverging loss is news
+    assert records[1]["loss"] is None and records[1]["nonfinite"] == {"loss": "nan"}
+    assert math.isnan(json_loads(lines[1].encode())["loss"])
     assert records[1]["dt"] >= 0
     assert records[2]["loss"] is None and records[2]["samples"] == 8
     assert records[2]["dt"] == 2.5
@@ -74,9 +79,27 @@ def test_disabled_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_phase_names_are_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEUROTUI_SESSION", str(tmp_path))
-    probe.step(16, 0.5, phases={'we"ird\n': 1.5, "data": float("nan")})
-    record = json.loads((tmp_path / "probe" / "rank-0.jsonl").read_text())
-    assert record["phases"]['we"ird\n'] == 1.5
+    probe.step(16, 0.5, phases={'we"ird\n': 1.5, "data": float("nan"), "x.y": float("-inf")})
+    line = (tmp_path / "probe" / "rank-0.jsonl").read_text()
+    record = json.loads(line, parse_constant=_refuse)
+    assert record["phases"] == {'we"ird\n': 1.5, "data": None, "x.y": None}
+    assert record["nonfinite"] == {"phases.data": "nan", "phases.x.y": "-inf"}
+    read = json_loads(line.encode())  # as the reader reads it: the values back
+    assert math.isnan(read["phases"]["data"]) and read["phases"]["x.y"] is None
+
+
+def test_nonfinite_samples_and_dt_are_null_and_named(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEUROTUI_SESSION", str(tmp_path))
+    probe.step(float("inf"), 0.5, dt=float("nan"))
+    line = (tmp_path / "probe" / "rank-0.jsonl").read_text()
+    record = json.loads(line, parse_constant=_refuse)
+    assert record["samples"] is None and record["dt"] is None
+    assert record["nonfinite"] == {"samples": "inf", "dt": "nan"}
+
+
+def _refuse(constant: str) -> None:
+    raise AssertionError(f"not strict JSON: {constant}")
 
 
 def test_a_step_it_cannot_record_is_left_out_and_said_once(tmp_path, monkeypatch,
