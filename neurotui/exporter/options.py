@@ -11,6 +11,8 @@ from typing import Any, TextIO
 from neurotui.listening import LOOPBACK, is_local, port_number
 
 DEFAULT_HOST = LOOPBACK
+STARTED_LINE = "neurotui exporter: serving "
+"""How the exporter's line saying it serves begins: no reason for its end, if it ends."""
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 
 from neurotui.exporter.collector import SessionCollector
-from neurotui.exporter.options import DEFAULT_HOST
+from neurotui.exporter.options import DEFAULT_HOST, STARTED_LINE
 from neurotui.listening import port_number
 from neurotui.session.meta import SessionFormatError, load_meta
 
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr, flush=True)
         return 3
     serve(server)
-    print(f"neurotui exporter: serving {session_dir.name} on {args.host}:{args.port}",
+    print(f"{STARTED_LINE}{session_dir.name} on {args.host}:{args.port}",
           file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _leave)
     try:

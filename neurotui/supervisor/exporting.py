@@ -4,13 +4,16 @@ The exporter is a view of the session, in a process of its own (neurotui/exporte
 computes the figures when scraped, with numpy and the reader the supervisor must not load.
 The supervisor only starts it, looks once a tick whether it is still there (a waitpid), and
 ends it when supervision ends; the exporter also ends by itself if the supervisor is killed.
-Its failure (port taken, a crash) is recorded as a `warning` event and in meta.json's
-`metrics`, once: training and supervision go on, the exporter is not restarted.
+Its failure (port taken, a crash, a kill) is recorded as a `warning` event and in meta.json's
+`metrics`, once, with its real reason: its exit code or the signal that ended it, and the last
+lines it wrote since it started (not its start-up line, nor an earlier exporter's lines in the
+same log). Training and supervision go on, the exporter is not restarted.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,11 +21,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from neurotui.exporter.options import STARTED_LINE
 from neurotui.session import layout
 from neurotui.session.writer import EventWriter
 
 EXPORTER_MODULE = "neurotui.exporter"
 EXIT_WAIT_S = 2.0
+REASON_LINES = 3
+"""How many of the exporter's last lines say why it ended (a traceback's last three: its
+place, its code, the exception)."""
+REASON_LINE_CHARS = 300
 
 
 class MetricsExporter:
@@ -36,6 +44,8 @@ class MetricsExporter:
         self.save_meta = save_meta
         self.child: subprocess.Popen[bytes] | None = None
         self.failed: str | None = None
+        self._log_start = 0
+        """Where this exporter's output begins in the log (an adopted run's has more)."""
 
     @classmethod
     def of_config(cls, session_dir: Path, config: Mapping[str, Any], writer: EventWriter,
@@ -58,6 +68,7 @@ class MetricsExporter:
     def start(self) -> None:
         try:
             with open(self.dir / layout.EXPORTER_LOG, "ab") as log:
+                self._log_start = os.fstat(log.fileno()).st_size
                 self.child = subprocess.Popen(  # an argv list: no shell
                     [sys.executable, "-m", EXPORTER_MODULE, str(self.dir), "--host", self.host,
                      "--port", str(self.port), "--until-pid", str(os.getpid())],
@@ -73,7 +84,7 @@ class MetricsExporter:
         if self.child is None or (code := self.child.poll()) is None:
             return
         self.child = None
-        self._fail(f"exited with code {code}: {self._last_line()}")
+        self._fail(f"{ended_how(code)}: {self._last_lines()}")
 
     def _fail(self, why: str) -> None:
         self.failed = why
@@ -82,13 +93,21 @@ class MetricsExporter:
             f"without it (see {layout.EXPORTER_LOG})"))
         self.save_meta(metrics=self.record)
 
-    def _last_line(self) -> str:
+    def _last_lines(self) -> str:
+        """The last lines this exporter wrote, but the one saying it serves: why it ended."""
         try:
-            text = (self.dir / layout.EXPORTER_LOG).read_bytes()[-2000:]
-        except OSError:
-            return "no output"
-        lines = [ln for ln in text.decode("utf-8", "replace").splitlines() if ln.strip()]
-        return lines[-1].strip() if lines else "no output"
+            with open(self.dir / layout.EXPORTER_LOG, "rb") as log:
+                start = max(self._log_start, log.seek(0, os.SEEK_END) - 8192)
+                log.seek(start)
+                text = log.read()
+        except OSError as exc:
+            return f"its log cannot be read ({exc})"
+        lines = [ln.strip()[:REASON_LINE_CHARS]
+                 for ln in text.decode("utf-8", "replace").splitlines()
+                 if ln.strip() and not ln.startswith(STARTED_LINE)]
+        if start > self._log_start and lines:
+            lines = lines[1:]  # cut by the 8 KiB read: not a whole line
+        return " / ".join(lines[-REASON_LINES:]) or "no error output"
 
     def close(self) -> None:
         """End the exporter with supervision (SIGTERM, then SIGKILL)."""
@@ -101,6 +120,17 @@ class MetricsExporter:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+
+
+def ended_how(code: int) -> str:
+    """A child's end as Popen.returncode gives it: an exit code, or (negative) a signal."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"was ended by {name}"
 
 
 def metrics_url(host: str, port: int) -> str:
