@@ -5,6 +5,8 @@ screen on a terminal (ui/, imported only then)."""
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,8 @@ from neurotui.terminal import on_a_terminal
 
 FORMATS = ("table", "markdown", "csv", "json")
 """What compare.render writes."""
+PAGE_FORMATS = ("html", "svg")
+"""What compare_page writes: a page to share, or its charts alone."""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -29,7 +33,25 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="folder name under sessions/ or any unique part of it, or a job id")
     p.add_argument("--baseline", metavar="SESSION",
                    help="the session the others are measured against (default: the first)")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--format", choices=FORMATS + PAGE_FORMATS, default="table",
+                   help="table (fitted to the terminal; piped: every column), markdown, csv, "
+                        "json, html (one self-contained page to share) or svg (its charts)")
+    p.add_argument("--out", metavar="FILE", type=Path,
+                   help="write to FILE instead of standard output")
+    p.add_argument("--wide", action="store_true",
+                   help="the table with every column, whatever the terminal's width")
+    p.add_argument("--columns", metavar="A,B,C",
+                   help="the table with these columns (keys like samples_per_s, or headers "
+                        "like SAMPLES/S), in this order")
+    p.add_argument("--price", action="append", default=[], metavar="INSTANCE=USD_PER_HOUR",
+                   help="what-if: price runs on INSTANCE (or the session SESSION) at this "
+                        "USD per hour; what was measured is unchanged (repeatable)")
+    p.add_argument("--region", metavar="R",
+                   help="what-if: price runs at the price table's on-demand price for "
+                        "region R (sourced, dated; none there: no price)")
+    p.add_argument("--spot", action="store_true",
+                   help="what-if: price runs at the spot price: the --price given, else the "
+                        "live one (EC2 spot price history: boto3 and AWS credentials)")
     p.add_argument("--dataset-size", type=float, metavar="N",
                    help="samples in an epoch: each run's epoch time and cost at its steady "
                         "rate (default: each run's own --dataset-size, if it gave one)")
@@ -43,6 +65,17 @@ def run(args: argparse.Namespace, root: Path) -> int:
     stderr, the others still compared); 2 when a name matches no session or none is read."""
     if args.dataset_size is not None and not args.dataset_size > 0:
         print("neurotui: --dataset-size must be a number of samples above 0", file=sys.stderr)
+        return 2
+    from neurotui.pricing.whatif import WhatIf, WhatIfError, parse_price_args
+
+    try:
+        plan = WhatIf(parse_price_args(args.price), args.region, args.spot)
+    except WhatIfError as exc:
+        print(f"neurotui: {exc}", file=sys.stderr)
+        return 2
+    if (args.wide or args.columns) and args.format != "table":
+        print("neurotui: --wide and --columns shape the text table (--format table)",
+              file=sys.stderr)
         return 2
     if not args.sessions and not args.tui:
         print("neurotui: compare needs at least one SESSION (or --tui to pick on screen)",
@@ -61,6 +94,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
             return 2
         return _run_tui(root, paths, named_base)  # type: ignore[arg-type]
     from neurotui import compare
+    from neurotui.compare_layout import UnknownColumnError
+    from neurotui.pricing.whatif import reprice, unmatched_keys
 
     base_path = named_base or paths[0]
     if base_path not in paths:
@@ -85,9 +120,56 @@ def run(args: argparse.Namespace, root: Path) -> int:
     if base_path not in keys:
         print(f"neurotui: baseline {base_path.name} unreadable; relative to {keys[0].name}",
               file=sys.stderr)
+    for key in unmatched_keys(plan, loaded):
+        print(f"neurotui: --price {key}: no compared session or instance type of that name; "
+              "ignored", file=sys.stderr)
+    loaded, prices = reprice(loaded, plan)
     rows = compare.compare_rows(loaded, baseline, dataset_size=args.dataset_size)
-    sys.stdout.write(compare.render(rows, args.format))
+    for row, price in zip(rows, prices, strict=True):
+        row["price_basis"], row["price_note"] = price.basis, price.note
+    try:
+        text = _rendered(args, compare, rows, loaded)
+    except UnknownColumnError as exc:
+        print(f"neurotui: {exc}", file=sys.stderr)
+        return 2
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"neurotui: cannot write {args.out}: {exc}", file=sys.stderr)
+            return 2
+        print(f"neurotui: wrote {args.out}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _rendered(args: argparse.Namespace, compare: Any, rows: list[dict[str, Any]],
+              loaded: list[Any]) -> str:
+    """The output in the asked format. The text table fits the terminal (COLUMNS, or the
+    tty's width); piped without COLUMNS it keeps every column, for scripts."""
+    from neurotui import compare_layout, compare_page
+
+    notes = [*compare._footnotes(rows),
+             *(f"{r['session']} price: {r['price_note']}" for r in rows)]
+    if args.format in PAGE_FORMATS:
+        overlay = compare.throughput_overlay(loaded, compare_page.curve_bucket_s(loaded))
+        return compare_page.render_page(rows, overlay, notes=notes) if args.format == "html" \
+            else compare_page.render_svg(rows, overlay)
+    if args.format != "table":
+        return compare.render(rows, args.format)
+    columns = compare_layout.pick_columns(rows, args.columns.split(",")) \
+        if args.columns else None
+    if args.out is None and (columns is not None or args.wide or "COLUMNS" in os.environ
+                             or sys.stdout.isatty()):
+        width = shutil.get_terminal_size().columns
+        return compare_layout.render_fitted(rows, width, notes=notes, wide=args.wide,
+                                            columns=columns)
+    if columns is not None or args.wide:
+        return compare_layout.render_fitted(rows, 0, notes=notes, wide=args.wide,
+                                            columns=columns)
+    table = compare.render(rows, "table")
+    return table + "\n".join([compare_layout.decision_line(rows), *notes[-len(rows):]]) + "\n"
 
 
 def _run_tui(root: Path, chosen: list[Path], baseline: Path | None) -> int:
