@@ -15,13 +15,13 @@ Missing values stay missing (empty in CSV, null in Parquet), never 0.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from neurotui.session.jsonfile import dumps_strict
 from neurotui.session.meta import SessionFormatError
 from neurotui.session.paths import SessionNotFound, find_session
 
@@ -179,7 +179,7 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def _scalar(value: Any) -> Any:
     """Nested values as JSON text: one type per column, whatever each event held."""
     if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True, default=str)
+        return dumps_strict(value, sort_keys=True, default=str)
     return value
 
 
@@ -194,14 +194,28 @@ def _columns_first(df: pd.DataFrame, first: Iterable[str]) -> pd.DataFrame:
 
 # -- writing --------------------------------------------------------------------------------
 
-def write_table(df: pd.DataFrame, fmt: str, out: Path | None) -> None:
-    """Write `df` as CSV or Parquet to `out` (None: CSV to stdout)."""
-    if fmt == "csv":
-        df.to_csv(sys.stdout if out is None else out, index=False)
+def write_table(df: pd.DataFrame, fmt: str, out: Path | None, *, replace: bool = False
+                ) -> None:
+    """Write `df` as CSV or Parquet to `out` (None: CSV to stdout). Without `replace`, a file
+    that exists is left as it is (FileExistsError); a file this made is removed again when
+    writing it fails."""
+    if fmt == "csv" and out is None:
+        df.to_csv(sys.stdout, index=False)
         return
-    if fmt != "parquet" or out is None:
+    if fmt not in FORMATS or out is None:
         raise ValueError("Parquet goes to a file: give --out PATH")
-    _parquet_safe(df).to_parquet(out, index=False)
+    if fmt == "parquet":
+        import pyarrow  # noqa: F401  # ImportError before the file is made
+    with open(out, "wb" if replace else "xb") as f:
+        try:
+            if fmt == "csv":
+                df.to_csv(f, index=False)
+            else:
+                _parquet_safe(df).to_parquet(f, index=False)
+        except BaseException:
+            if not replace:
+                out.unlink(missing_ok=True)
+            raise
 
 
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
@@ -214,7 +228,7 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
         types = {type(v) for v in df[column] if v is not None and not _is_nan(v)}
         if len(types) > 1:
             df[column] = [None if v is None or _is_nan(v) else
-                          v if isinstance(v, str) else json.dumps(v) for v in df[column]]
+                          v if isinstance(v, str) else dumps_strict(v) for v in df[column]]
     return df
 
 
@@ -241,31 +255,67 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, default="csv")
     p.add_argument("--out", metavar="PATH",
                    help="file to write (default ./<session>-<what>.<format>; '-' for CSV on "
-                        "stdout)")
+                        "stdout); never inside a session folder")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite the --out file if it exists (refused otherwise)")
     return p
+
+
+def refuse_out(out: Path, root: Path, sessions: Iterable[Path], *, force: bool) -> str | None:
+    """Why `out` must not be written, or None. Never into a session folder (the exported one,
+    wherever it is, or any folder under the sessions folder): a session's own files must not
+    be replaced by a table. Never over an existing file without `force`."""
+    target = out.resolve()  # a link is judged by where it leads
+    folders = [path.resolve() for path in sessions]
+    folders += [path.resolve() for path in _subfolders(root)]
+    for folder in folders:
+        if target.is_relative_to(folder):
+            return (f"{out} is inside the session folder {folder}: export writes outside "
+                    "sessions; give --out elsewhere")
+    if target.is_dir():
+        return f"{out} is a folder: give --out a file name"
+    if (out.exists() or out.is_symlink()) and not force:
+        return f"{out} exists: not overwritten (add --force to replace it)"
+    return None
+
+
+def _subfolders(root: Path) -> list[Path]:
+    try:
+        return [path for path in root.iterdir() if path.is_dir()]
+    except OSError:
+        return []
 
 
 def run(args: argparse.Namespace, root: Path) -> int:
     """`neurotui export`: 0 written; 2 no such session, unreadable meta.json or bad output."""
     from neurotui.session.jobs import job_parts
 
+    if args.out == "-" and args.format != "csv":
+        print("neurotui: only CSV can go to stdout; give --out PATH for Parquet",
+              file=sys.stderr)
+        return 2
     try:
         if parts := job_parts(root, args.session):  # a job of many nodes
             session_dir = root / f"job-{args.session}"  # (names the default file only)
-            df, problems = job_table(parts, args.what)
         else:
             session_dir = find_session(root, args.session)
+        out = None if args.out == "-" else Path(args.out).expanduser() if args.out else \
+            default_out(session_dir, args.what, args.format)
+        # Before the session is read: a refusal costs nothing and leaves everything as it was.
+        if out is not None and (why := refuse_out(out, root, parts or [session_dir],
+                                                  force=args.force)):
+            print(f"neurotui: {why}", file=sys.stderr)
+            return 2
+        if parts:
+            df, problems = job_table(parts, args.what)
+        else:
             df, problems = export_table(session_dir, args.what)
     except (SessionNotFound, SessionFormatError) as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2
     if problems:
         print(f"neurotui: {session_dir}: {problems}", file=sys.stderr)
-    if args.out == "-":
-        if args.format != "csv":
-            print("neurotui: only CSV can go to stdout; give --out PATH for Parquet",
-                  file=sys.stderr)
-            return 2
+    if out is None:
         try:
             write_table(df, "csv", None)
             sys.stdout.flush()
@@ -273,10 +323,12 @@ def run(args: argparse.Namespace, root: Path) -> int:
             # Python would complain again flushing stdout at exit: point it at nothing.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    out = Path(args.out).expanduser() if args.out else default_out(session_dir, args.what,
-                                                                   args.format)
     try:
-        write_table(df, args.format, out)
+        write_table(df, args.format, out, replace=args.force)
+    except FileExistsError:  # made since it was looked at
+        print(f"neurotui: {out} exists: not overwritten (add --force to replace it)",
+              file=sys.stderr)
+        return 2
     except ImportError:
         print("neurotui: Parquet needs pyarrow: pip install 'neurotui[parquet]'",
               file=sys.stderr)
