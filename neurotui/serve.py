@@ -141,6 +141,10 @@ def run(args: argparse.Namespace, root: Path) -> int:
             app.middlewares.append(access_guard(token, self.public_url, args.port))
             return app
 
+        async def on_startup(self, app: Any) -> None:
+            # Not textual-serve's banner: its address lacks the token, and would get 403.
+            self.console.print("Press Ctrl+C to quit", highlight=False)
+
     url = (args.public_url or public_url(args.host, args.port)).rstrip("/")
     token = secrets.token_urlsafe(32)
     if not is_local(args.host):
