@@ -27,8 +27,14 @@ record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt
 It returns where it stopped and why: (end, DONE, None); (i, NEW_RANK, r) where line i prints
 rank r, not `rank` (line i not taken: Python looks r up and calls again); (i, PYTHON, None)
 where line i is to be read by Python (a figure int() or float() reads but this reader does
-not, a figure NaN, infinite or past 64 bits, which the writer's own encoder writes). A line
-taken is one whose record was made, or one skipped as _record_parsed skips it.
+not, a figure NaN, infinite or past 64 bits, which the writer's own encoder writes, or a
+negative count of samples, which steplog's rule leaves out of the step: a bad field drops
+the field, not the step). A line taken is one whose record was made, or one skipped as
+_record_parsed skips it.
+
+Its callers' edge cases (issue #63): places are checked ((start, end) with 0 <= start <= end,
+or (-1, -1): a wrapped pair read outside the line), and `lines` and `stamps` are read again at
+each line, each held while it is used: `make` is Python code, which may change them.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -159,6 +165,13 @@ record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (at[k] == -1 && PyErr_Occurred())
             return NULL;
     }
+    for (int k = 0; k < 8; k += 2) /* (no end - start below can wrap) */
+        if (!(at[k] == -1 && at[k + 1] == -1) && !(0 <= at[k] && at[k] <= at[k + 1])) {
+            PyErr_Format(PyExc_ValueError,
+                         "record_steps: place %d is (%zd, %zd): a (start, end) with 0 <= start "
+                         "<= end, or (-1, -1)", k / 2, at[k], at[k + 1]);
+            return NULL;
+        }
     const int has_step = at[0] >= 0, has_rank = at[2] >= 0, has_samples = at[4] >= 0,
               has_loss = at[6] >= 0;
     int skip = PyObject_IsTrue(args[6]);
@@ -176,41 +189,65 @@ record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
 
     for (Py_ssize_t i = start; i < end; i++) {
+        if (i >= PyList_GET_SIZE(lines) || i >= PyList_GET_SIZE(stamps)) {
+            PyErr_SetString(PyExc_RuntimeError, "record_steps: the lines changed under it");
+            return NULL;
+        }
         PyObject *line = PyList_GET_ITEM(lines, i), *stamp = PyList_GET_ITEM(stamps, i);
         if (!PyUnicode_CheckExact(line) || !PyFloat_CheckExact(stamp))
             return stopped(i, PYTHON, NULL);
+        /* Held to the line's end: `make` may take them out of their lists. */
+        Py_INCREF(line);
+        Py_INCREF(stamp);
+        PyObject *result = NULL; /* where the call stops at this line: its answer */
+        int stop = 1;
         Py_ssize_t length = PyUnicode_GET_LENGTH(line);
-        for (int k = 1; k < 8; k += 2)
-            if (at[k] > length)
-                return stopped(i, PYTHON, NULL);
         const int kind = PyUnicode_KIND(line);
         const void *data = PyUnicode_DATA(line);
+        long long printed, step;
+        double samples = 0.0, loss = 0.0;
+        for (int k = 1; k < 8; k += 2)
+            if (at[k] > length) {
+                result = stopped(i, PYTHON, NULL);
+                goto release;
+            }
         if (has_rank) {
-            long long printed;
-            if (!read_count(kind, data, at[2], at[3], &printed))
-                return stopped(i, PYTHON, NULL);
-            if (!has_rank_now || printed != rank)
-                return stopped(i, NEW_RANK, PyLong_FromLongLong(printed));
+            if (!read_count(kind, data, at[2], at[3], &printed)) {
+                result = stopped(i, PYTHON, NULL);
+                goto release;
+            }
+            if (!has_rank_now || printed != rank) {
+                result = stopped(i, NEW_RANK, PyLong_FromLongLong(printed));
+                goto release;
+            }
         }
+        stop = 0;
         if (skip)
-            continue;
-        long long step;
+            goto release;
         if (has_step) {
-            if (!read_count(kind, data, at[0], at[1], &step))
-                return stopped(i, PYTHON, NULL);
+            if (!read_count(kind, data, at[0], at[1], &step)) {
+                stop = 1;
+                result = stopped(i, PYTHON, NULL);
+                goto release;
+            }
             if ((has_last && step == last) || (has_floor && step <= floor))
-                continue;  /* a line drawn again for its step; or recorded before a resume */
+                goto release; /* a line drawn again for its step; or recorded before a resume */
         } else {
-            if (has_last && last >= LLONG_MAX - 1)
-                return stopped(i, PYTHON, NULL);
+            if (has_last && last >= LLONG_MAX - 1) {
+                stop = 1;
+                result = stopped(i, PYTHON, NULL);
+                goto release;
+            }
             step = (has_last ? last : 0) + 1;
             /* (_record_parsed tests no floor for a step it counts on) */
         }
-        double samples = 0.0, loss = 0.0;
-        if ((has_samples && !read_number(kind, data, at[4], at[5], &samples)) ||
+        if ((has_samples && (!read_number(kind, data, at[4], at[5], &samples) || samples < 0)) ||
             (has_loss && !read_number(kind, data, at[6], at[7], &loss)) ||
-            !isfinite(PyFloat_AS_DOUBLE(stamp)))
-            return stopped(i, PYTHON, NULL);
+            !isfinite(PyFloat_AS_DOUBLE(stamp))) {
+            stop = 1;
+            result = stopped(i, PYTHON, NULL);
+            goto release;
+        }
 
         /* (the record's rank is `rank` as given: a record is made only where it is an int,
            and each line of another rank stops the call above) */
@@ -231,16 +268,24 @@ record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(loss_obj);
         if (record == NULL) {
             Py_XDECREF(step_obj);
-            return NULL;
+            stop = 1; /* (the error raised) */
+            goto release;
         }
         int failed = PyList_Append(steps, record) || PyList_Append(run_steps, step_obj) ||
                      PyList_Append(run_times, stamp);
         Py_DECREF(record);
         Py_DECREF(step_obj);
-        if (failed)
-            return NULL;
+        if (failed) {
+            stop = 1;
+            goto release;
+        }
         last = step;
         has_last = 1;
+    release:
+        Py_DECREF(line);
+        Py_DECREF(stamp);
+        if (stop)
+            return result;
     }
     return stopped(end, DONE, NULL);
 }

@@ -6,6 +6,9 @@ on random lines of the shapes it reads and of what it leaves to Python."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -114,7 +117,10 @@ def test_native_records_are_the_python_ones(tmp_path: Path, seed: int) -> None:
             assert native_lines[0] > lines // 2  # most went through the native reader
     assert results[0] == results[1]
     assert results[0][0].count(b'"kind":"step"') > 500
-    assert b"NaN" in results[0][0] and b"98765432109876543" in results[0][0]
+    # (a NaN loss went through the writer's encoder: NaN, or null and named in
+    # `nonfinite` where it writes strict JSON)
+    assert b"NaN" in results[0][0] or b'"nonfinite"' in results[0][0]
+    assert b"98765432109876543" in results[0][0]
 
 
 PLACES_RUNNER = (21, 23, 29, 31, 40, 42, 48, 54)  # of "neurotui-runner step=10 rank=22 ..."
@@ -160,3 +166,72 @@ def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
         _run_past = logfollow._record_steps  # type: ignore[misc]
         _run_past(lines, [5.0], 0, 4, PLACES_RUNNER, 22, False, None, None, 0,
                   logfollow._LogStep, [], [], [])
+
+
+# -- its callers' edge cases (issue #63): each risky call in a fresh interpreter, so that a
+# crash fails the test instead of stopping pytest -----------------------------------------------
+
+def _isolated(code: str) -> str:
+    """`code` run by a new Python (with `record_steps` and `_LogStep` imported, and `line` a
+    runner's step line at PLACES_RUNNER); its output. A crash or an uncaught error fails the
+    test."""
+    prelude = ("from neurotui.supervisor._steprecords import record_steps\n"
+               "from neurotui.supervisor.logfollow import _LogStep\n"
+               f"PLACES = {PLACES_RUNNER!r}\n"
+               "line = 'neurotui-runner step=10 rank=22 samples=16 loss=0.1234'\n")
+    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    return done.stdout
+
+
+@built
+@pytest.mark.parametrize("places", [
+    (2**63 - 3, -2**63 + 2, 29, 31, 40, 42, 48, 54),  # wraps to a length of 5 (a segfault)
+    (21, 23, 29, 31, 2**62, -2**62, 48, 54),
+    (21, 23, 29, 31, 40, 42, 54, 48),  # end before start
+    (21, 23, -1, 31, 40, 42, 48, 54),  # half absent
+    (-5, -1, 29, 31, 40, 42, 48, 54),
+])
+def test_record_steps_refuses_places_that_are_not_spans(places: tuple[int, ...]) -> None:
+    out = _isolated(f"""
+        try:
+            record_steps([line], [5.0], 0, 1, {places!r}, 22, False, None, None, 0, _LogStep,
+                         [], [], [])
+        except ValueError as refused:
+            print(refused)
+    """)
+    assert out.startswith("record_steps: place ")
+
+
+@built
+def test_record_steps_is_safe_from_lines_changed_by_the_record_it_makes() -> None:
+    """`make` is Python code: it may empty `lines` and `stamps` (the list was checked once,
+    then read past its end), and drop the last reference to the line and stamp in use."""
+    out = _isolated("""
+        lines = [line.replace("step=10", f"step={10 + i}") for i in range(50)]
+        stamps = [float(1000 + i) for i in range(50)]
+        steps, run_steps, run_times = [], [], []
+        def make(*fields):
+            lines.clear()
+            stamps.clear()
+            return _LogStep(*fields)
+        try:
+            record_steps(lines, stamps, 0, 50, PLACES, 22, False, None, None, 0, make, steps,
+                         run_steps, run_times)
+        except RuntimeError as refused:
+            print(refused, run_steps, run_times, steps[0].t)
+    """)
+    assert out.strip() == "record_steps: the lines changed under it [10] [1000.0] 1000.0"
+
+
+@built
+def test_a_negative_count_of_samples_is_left_to_python() -> None:
+    """steplog's rule (a bad field drops the field, not the step) is Python's: the native
+    reader stops at such a line and says so."""
+    from neurotui.supervisor._steprecords import PYTHON
+
+    lines = ["neurotui-runner step=10 rank=22 samples=16 loss=0.1234",
+             "neurotui-runner step=11 rank=22 samples=-6 loss=0.1234"]
+    assert _run(lines, 22)[0] == (1, PYTHON, None)
+    assert _run([lines[0].replace("=16", "=-0")], 22)[1][0].samples == -0.0  # not below 0
