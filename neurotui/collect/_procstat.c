@@ -28,6 +28,11 @@ busy_shares(before, now) -> list
   host.busy_percent of each CPU's two readings (lists of floats), by the same float
   operations in the same order, psutil's: on 128 CPUs (a trn1.32xlarge) the host's sample
   cost about 1 ms a second in Python, against 38 us on 2.
+
+Its callers' edge cases (issue #63): read_stats reads a copy of its list of descriptors (an
+int's __index__ is Python code, which could change the caller's list), each checked to fit
+an int; cpu_times takes 1 to MAX_FIELDS fields; busy_shares runs no Python code between its
+checks of the lists and its reads of them.
 */
 #define _GNU_SOURCE /* memrchr */
 #define PY_SSIZE_T_CLEAN
@@ -40,6 +45,7 @@ busy_shares(before, now) -> list
 #include <unistd.h>
 
 #define STAT_READ 4096 /* as host._read_fields reads */
+#define MAX_FIELDS 64  /* a CPU line's time fields read (the kernel writes 10) */
 
 /* The fields host._stat_fields takes, counted from the state (fields[0], field 3 of
    proc(5)): ppid, utime, stime, starttime, rss, processor. */
@@ -156,25 +162,28 @@ read_stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if ((ticks == -1 || page == -1) && PyErr_Occurred())
         return NULL;
     if (ticks <= 0 || page <= 0) {
-        PyErr_SetString(PyExc_ValueError, "ticks and page must be positive");
+        PyErr_Format(PyExc_ValueError, "read_stats: ticks %ld, page %ld: both must be "
+                     "positive", ticks, page);
         return NULL;
     }
-    PyObject *fds = args[0];
-    Py_ssize_t n = PyList_GET_SIZE(fds);
-    PyObject *out = PyList_New(n);
-    if (out == NULL)
+    PyObject *fds = PyList_AsTuple(args[0]);
+    if (fds == NULL)
         return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(fds);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) {
+        Py_DECREF(fds);
+        return NULL;
+    }
     char buf[STAT_READ];
     for (Py_ssize_t k = 0; k < n; k++) {
-        long fd = PyLong_AsLong(PyList_GET_ITEM(fds, k));
-        if (fd == -1 && PyErr_Occurred()) {
-            Py_DECREF(out);
-            return NULL;
-        }
+        long fd = PyLong_AsLong(PyTuple_GET_ITEM(fds, k));
+        if (fd == -1 && PyErr_Occurred())
+            goto failed;
         if (fd < 0 || fd > INT_MAX) {
-            Py_DECREF(out);
-            PyErr_SetString(PyExc_ValueError, "a file descriptor is out of range");
-            return NULL;
+            PyErr_Format(PyExc_ValueError, "read_stats: file descriptor %ld is out of range "
+                         "(0 to %d)", fd, INT_MAX);
+            goto failed;
         }
         /* With the GIL held: the kernel writes a stat file from memory, in microseconds, and
            what else runs in the supervisor meanwhile (the looker's thread) does not take it. */
@@ -192,13 +201,16 @@ read_stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 item = PyBytes_FromStringAndSize(buf, got);
             }
         }
-        if (item == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
+        if (item == NULL)
+            goto failed;
         PyList_SET_ITEM(out, k, item);
     }
+    Py_DECREF(fds);
     return out;
+failed:
+    Py_DECREF(fds);
+    Py_DECREF(out);
+    return NULL;
 }
 
 
@@ -220,8 +232,9 @@ cpu_times(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long ticks = PyLong_AsLong(args[2]);
     if ((fields == -1 || ticks == -1) && PyErr_Occurred())
         return NULL;
-    if (fields <= 0 || ticks <= 0) {
-        PyErr_SetString(PyExc_ValueError, "fields and ticks must be positive");
+    if (fields <= 0 || fields > MAX_FIELDS || ticks <= 0) {
+        PyErr_Format(PyExc_ValueError, "cpu_times: fields %ld, ticks %ld: fields 1 to %d, "
+                     "ticks positive", fields, ticks, MAX_FIELDS);
         return NULL;
     }
     const char *data = PyBytes_AS_STRING(args[0]);
@@ -349,6 +362,8 @@ busy_shares(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *shares = PyList_New(n);
     if (shares == NULL)
         return NULL;
+    /* (Nothing below runs Python code, so the lists are as checked: floats are made from
+       their free list or the object allocator, which starts no garbage collection.) */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = PyList_GET_ITEM(args[0], i), *b = PyList_GET_ITEM(args[1], i);
         if (!PyList_Check(a) || !PyList_Check(b) || PyList_GET_SIZE(a) != PyList_GET_SIZE(b)

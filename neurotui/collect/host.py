@@ -97,12 +97,15 @@ class HostSampler:
         if data is None:
             return None
         total = available = None
-        for line in data.split(b"\n"):
-            if line.startswith(b"MemTotal:"):
-                total = int(line.split()[1]) * 1024
-            elif line.startswith(b"MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-                break
+        try:
+            for line in data.split(b"\n"):
+                if line.startswith(b"MemTotal:"):
+                    total = int(line.split()[1]) * 1024
+                elif line.startswith(b"MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+        except (ValueError, IndexError):  # not a number (or past int()'s digits): psutil's
+            return None
         if total is None or not available or available > total:
             return None  # psutil's own estimate (or its MemFree) then
         return total - available, total
@@ -126,7 +129,7 @@ class HostSampler:
 
 def _cpu_lines(data: bytes, fields: int) -> list[list[float]] | None:
     """Each CPU line's first `fields` time fields in seconds (the first line, all CPUs
-    together, left out); None where a line has fewer."""
+    together, left out); None where a line has fewer, or one that is not a number."""
     cpus = []
     for line in data.split(b"\n")[1:]:
         if not line.startswith(b"cpu"):
@@ -134,7 +137,10 @@ def _cpu_lines(data: bytes, fields: int) -> list[list[float]] | None:
         values = line.split()[1:fields + 1]
         if len(values) != fields:
             return None
-        cpus.append([float(value) / _TICKS for value in values])
+        try:  # (a huge number is inf: float() does not overflow)
+            cpus.append([float(value) / _TICKS for value in values])
+        except ValueError:
+            return None
     return cpus
 
 
@@ -221,12 +227,13 @@ def read_proc_stat(pid: int) -> ProcStat | None:
         finally:
             os.close(fd)
         return parse_proc_stat(raw)
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, OverflowError):
         return None
 
 
 def parse_proc_stat(raw: bytes) -> ProcStat:
-    """A /proc/PID/stat line; ValueError or IndexError when it is not one."""
+    """A /proc/PID/stat line; ValueError or IndexError when it is not one, OverflowError where
+    its CPU ticks are past a float."""
     return ProcStat(*_stat_fields(raw))
 
 
@@ -399,10 +406,12 @@ def _read_fields(fd: int) -> _StatFields | None:
 
 def _parsed(raw: bytes) -> _StatFields | None:
     """_stat_fields, None where `raw` is not a stat line (a process that ended as it was
-    read leaves an empty file)."""
+    read leaves an empty file), or one whose CPU ticks are past a float (int / int raises
+    OverflowError: the job's own process may write anything where it runs as root, or a
+    stand-in does)."""
     try:
         return _stat_fields(raw)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, OverflowError):
         return None
 
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -256,3 +257,111 @@ def test_a_host_sample_of_many_cpus_is_the_same_both_ways(
         samples.append(sampler.sample()["cpu"])
         sampler.close()
     assert samples[0] == samples[1] and len(samples[0]) == 128 and any(samples[0])
+
+
+# -- its callers' edge cases (issue #63) ----------------------------------------------------
+
+def _isolated(code: str) -> str:
+    """`code` run by a new Python (with `_procstat` imported as `native`); its output. A crash
+    or an uncaught error fails the test instead of stopping pytest."""
+    prelude = "import os\nfrom neurotui.collect import _procstat as native\n"
+    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    return done.stdout
+
+
+@built
+def test_read_stats_is_safe_from_a_list_changed_as_it_reads() -> None:
+    """A descriptor's int may be Python code (__index__), which may empty the caller's list:
+    the list was read past its end after it."""
+    out = _isolated("""
+        fds = []
+        class Fd:
+            def __index__(self):
+                fds.clear()
+                return os.open("/proc/self/stat", os.O_RDONLY)
+        fds += [Fd(), Fd(), Fd()]
+        got = native.read_stats(fds, 100, 4096)
+        print(len(got), all(type(item) is tuple for item in got))
+    """)
+    assert out.split() == ["3", "True"]
+
+
+@built
+def test_descriptors_and_fields_out_of_range_are_refused() -> None:
+    fd = os.open("/proc/self/stat", os.O_RDONLY)
+    try:
+        with pytest.raises(ValueError, match="out of range"):
+            read_stats([fd + 2**32], host._TICKS, host._PAGE)  # not cut to `fd`
+        with pytest.raises(OverflowError):
+            read_stats([2**64], host._TICKS, host._PAGE)
+    finally:
+        os.close(fd)
+    data = _stat_with(["cpu0 1 2 3 4 5 6 7 8 9 10"])
+    for fields in (0, -1, 65, 10**9):
+        with pytest.raises(ValueError, match="cpu_times"):
+            host._read_cpu_times(data, fields, host._TICKS)
+    assert host._read_cpu_times(data, 64, host._TICKS) is None  # too few: Python's None
+    assert host._read_cpu_times(data, 10, host._TICKS) == host._cpu_lines(data, 10)
+
+
+HUGE = b"9" * 400
+
+
+@linux
+@pytest.mark.parametrize("native", [True, False])
+def test_a_huge_number_in_a_stat_file_is_an_unreadable_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    """CPU ticks past a float made (int + int) / int raise OverflowError out of the Python
+    reader (the native one hands such a line to it): now the line is one it cannot read,
+    and the process counts as ended, as for any line it cannot read."""
+    if native and read_stats is None:
+        pytest.skip("_procstat.c was not built")
+    monkeypatch.setattr(host, "_read_stats", read_stats if native else None)
+    raw = STAT.replace(b"%d %d 0 0 20", HUGE + b" %d 0 0 20") % (7, b"x", 5, 98765, 3700, 1)
+    assert host._parsed(raw) is None
+    path = tmp_path / "stat"
+    path.write_bytes(raw)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert host._read_all([(None, 7, fd, True)]) == [None]
+    finally:
+        os.close(fd)
+    assert host.read_proc_stat(os.getpid()) is not None  # (a real one still reads)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_host_sampler_takes_huge_or_odd_numbers_without_raising(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    """A huge tick count is infinite seconds (float() does not overflow); a field that is
+    not a number, in /proc/stat or /proc/meminfo, is psutil's to read (host_sample)."""
+    if native and host._read_cpu_times is None:
+        pytest.skip("_procstat.c was not built")
+    if not native:
+        monkeypatch.setattr(host, "_read_cpu_times", None)
+        monkeypatch.setattr(host, "_busy_shares", None)
+    stat, meminfo = tmp_path / "stat", tmp_path / "meminfo"
+    good_memory = b"MemTotal:       16000000 kB\nMemAvailable:    6000000 kB\n"
+    cases = [
+        (_stat_with(["cpu0 " + "9" * 400 + " 0 0 0 0 0 0 0 0 0"]), good_memory),
+        (_stat_with(["cpu0 1 2 3 x 5 6 7 8 9 10"]), good_memory),
+        (_stat_with(["cpu0 1 2 3 4 5 6 7 8 9 10"]), b"MemTotal: " + b"9" * 5000 + b" kB\n"),
+        (_stat_with(["cpu0 1 2 3 4 5 6 7 8 9 10"]), b"MemTotal: lots\nMemAvailable: 1 kB\n"),
+        (_stat_with(["cpu0 1 2 3 4 5 6 7 8 9 10"]), b"MemTotal:\n"),
+    ]
+    for stat_bytes, memory in cases:
+        stat.write_bytes(_stat_with(["cpu0 1 2 3 4 5 6 7 8 9 10"]))
+        meminfo.write_bytes(good_memory)
+        sampler = HostSampler()
+        sampler.close()
+        sampler._fds = (os.open(stat, os.O_RDONLY), os.open(meminfo, os.O_RDONLY))
+        try:
+            sampler._last = sampler._cpu_times()
+            stat.write_bytes(stat_bytes)
+            meminfo.write_bytes(memory)
+            sample = sampler.sample()  # (psutil's, where these files are not read)
+        finally:
+            sampler.close()
+        assert set(sample) == {"cpu", "mem_used", "mem_total", "load"}
+        assert all(isinstance(share, float) for share in sample["cpu"])
