@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import shlex
 import time
@@ -53,7 +52,8 @@ from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_tab
 from neurotui.session import neurontally
 from neurotui.session.columns import Columns
 from neurotui.session.jobs import job_meta
-from neurotui.session.reader import STEP_SOURCES, SessionReader
+from neurotui.session.jsonfile import dumps_strict
+from neurotui.session.reader import STEP_SOURCES, SessionReader, json_loads
 from neurotui.session.status import session_status
 from neurotui.summary import summarize
 
@@ -440,7 +440,7 @@ def run_neuron_of(reader: SessionReader) -> RunNeuron:
             f = files[sid] = open(paths[sid], "rb")  # noqa: SIM115 (closed below)
         f.seek(start)
         try:
-            record = json.loads(f.read(size))
+            record = json_loads(f.read(size))
         except ValueError:  # (the reader indexed it, so it parsed then: a torn file)
             return None
         return record if isinstance(record, dict) else None
@@ -811,7 +811,7 @@ def render_json(rows: Sequence[dict[str, Any]]) -> str:
     keys = [c.key for c in table_columns(rows)] + list(EXTRA_KEYS)
     data = [{k: _plain(row.get(k)) if fmt.known(row.get(k)) else None for k in keys}
             for row in rows]
-    return json.dumps(data, indent=2) + "\n"
+    return dumps_strict(data, indent=2) + "\n"  # strict: NaN nowhere, even nested
 
 
 def _plain(value: Any) -> Any:
