@@ -74,7 +74,8 @@ def table_cells(app: App[object]) -> dict[str, dict[str, str]]:
     table = app.screen.query_one("#compare-table", DataTable)
     out = {}
     for row_key in table.rows:
-        cells = {c.key: str(table.get_cell(row_key, c.key)) for c in COLUMNS}
+        cells = {str(key.value): str(table.get_cell(row_key, key))
+                 for key in table.columns if key.value != MARK_COLUMN}
         out[cells["session"]] = cells
     return out
 
@@ -91,7 +92,7 @@ def notes(app: App[object]) -> str:
 
 async def test_table_shows_what_compare_rows_computes(root: Path) -> None:
     app = CompareApp(root, [root / GLOO, root / XLA], ascii_mode=False)
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(size=(320, 40)) as pilot:  # room for every column
         await settle(pilot)
         cells = table_cells(app)
         expected = compare_rows([root / GLOO, root / XLA])
@@ -120,11 +121,14 @@ async def test_a_column_per_step_phase_and_how_to_add_them(root: Path) -> None:
     """The CPU sample's runner reports data, forward, backward and optimizer; the XLA sample
     none: its phase cells are n/a and the notes say how to report them."""
     app = CompareApp(root, [root / GLOO, root / XLA], ascii_mode=False)
-    async with app.run_test(size=(200, 40)) as pilot:
+    async with app.run_test(size=(320, 40)) as pilot:
         await settle(pilot)
         table = app.screen.query_one("#compare-table", DataTable)
         headers = [str(c.label) for c in table.columns.values()]
-        assert headers[-4:] == ["DATA", "FORWARD", "BACKWARD", "OPTIMIZER"]  # last
+        phases = [h for h in headers if h in ("DATA", "FORWARD", "BACKWARD", "OPTIMIZER")]
+        assert phases == ["DATA", "FORWARD", "BACKWARD", "OPTIMIZER"]
+        # After the columns that decide (session ... relative): phases are read last.
+        assert headers.index("DATA") > headers.index("RELATIVE")
         by_session = {str(table.get_cell(k, "session")): k for k in table.rows}
         gloo = [str(table.get_cell(by_session[GLOO], f"phase_{n}_s"))
                 for n in ("data", "forward", "backward", "optimizer")]
@@ -133,6 +137,48 @@ async def test_a_column_per_step_phase_and_how_to_add_them(root: Path) -> None:
         assert all(cell.endswith(" ms") for cell in gloo) and xla == ["n/a"] * 4
         assert f"no step phases recorded in {XLA}" in notes(app)
         assert "probe.step(" in notes(app) and "phases=" in notes(app)
+
+
+@pytest.mark.parametrize("width", [100, 120])
+async def test_the_table_fits_the_screen_and_the_deciding_columns_come_first(
+        root: Path, width: int) -> None:
+    """At 100x30 the table used to be cut after STEP MEDIAN: samples/s, samples per dollar
+    and relative were never on screen."""
+    app = CompareApp(root, [root / GLOO, root / XLA], ascii_mode=False)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#compare-table", DataTable)
+        headers = [str(c.label) for c in table.columns.values()]
+        assert headers[1:8] == ["SESSION", "INSTANCE", "STEP MEDIAN", "SAMPLES/S", "PRICE/H",
+                                "SAMPLES/$", "RELATIVE"]
+        assert table.virtual_size.width <= width  # nothing cut at the right edge
+        shown = screen_text(app)
+        for header in headers:
+            assert header in shown
+        left_out = app.screen.left_out
+        assert left_out and all(c.header not in headers for c in left_out)
+        assert "more columns than fit: widen the terminal" in notes(app)
+        assert "Better deal: unknown, no run has a price" in notes(app)
+        wider = width + 40
+        await pilot.resize_terminal(wider, 30)
+        await settle(pilot)
+        more = [str(c.label) for c in table.columns.values()]
+        assert more[:8] == headers[:8] and set(more) > set(headers)
+
+
+async def test_the_decision_line_names_the_better_deal(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    copy_sample(GLOO, root, price={"usd_per_hour": 1.34375, "source": "override",
+                                   "as_of": None, "spot": False})
+    copy_sample(XLA, root, price={"usd_per_hour": 0.7582, "source": "override",
+                                  "as_of": None, "spot": False})
+    app = CompareApp(root, [root / GLOO, root / XLA], ascii_mode=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        said = " ".join(notes(app).split())
+        # 2,573.2 x 3600 / 1.34375 = 6.89M against 990.7 x 3600 / 0.7582 = 4.70M: 1.47x.
+        assert "Better deal: sample-cpu-gloo, 1.47x (+47%) the samples per dollar of " \
+               "sample-xla-cpu: 6.9M vs 4.7M, at $1.34375/h vs $0.7582/h." in said
 
 
 async def test_picking_sessions_in_the_picker(root: Path) -> None:

@@ -40,6 +40,7 @@ from neurotui.compare import (
     table_columns,
     throughput_overlay,
 )
+from neurotui.compare_layout import decision_line, fitting_columns, ordered_columns
 from neurotui.session.paths import list_sessions
 from neurotui.session.reader import SessionFormatError
 from neurotui.textsafe import safe_text, visible_text
@@ -119,6 +120,8 @@ class CompareScreen(Screen[None]):
         self.baseline: Path | None = (Path(baseline).resolve() if baseline is not None
                                       else (self.chosen[0] if self.chosen else None))
         self.rows: list[dict[str, Any]] = []
+        self.left_out: list[Column] = []
+        """Columns the table's width has no room for (`neurotui compare --wide` has all)."""
         self.errors: dict[Path, str] = {}
         self._loaded: dict[Path, LoadedSession] = {}
         self._generation = 0
@@ -263,7 +266,7 @@ class CompareScreen(Screen[None]):
         keep = None
         if table.row_count and table.is_valid_row_index(table.cursor_row):
             keep = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        columns = table_columns(rows)  # a column per step phase the runs reported
+        columns = self._fitting(rows)
         cells = [[Text(BASELINE_LABEL if row["baseline"] else "", style="bold"),
                   *row_cells(row, columns)] for row in rows]
         self._set_columns(table, cells, columns)
@@ -271,6 +274,22 @@ class CompareScreen(Screen[None]):
             table.add_row(*shown, key=row["path"])
         if keep is not None and keep in {row["path"] for row in rows}:
             table.move_cursor(row=table.get_row_index(keep))
+
+    def _fitting(self, rows: list[dict[str, Any]]) -> list[Column]:
+        """The columns that fit the screen's width, those that decide first (as `neurotui
+        compare` fits a terminal); the others are named in the notes."""
+        every = ordered_columns(rows) if rows else list(table_columns(rows))
+        mark = len(BASELINE_LABEL) + 2
+        # A DataTable pads each cell by one column on each side; 2 more for a scrollbar.
+        room = self.size.width - mark - 2 - 2
+        shown = fitting_columns(rows, room) if rows else every
+        self.left_out = [c for c in every if c not in shown]
+        return shown
+
+    def on_resize(self) -> None:
+        if self.rows:
+            self._show_rows(self.rows)
+            self._show_notes()
 
     @staticmethod
     def _set_columns(table: DataTable[Text], cells: list[list[Text]],
@@ -294,6 +313,12 @@ class CompareScreen(Screen[None]):
             lines.append(Content.styled("loading...", MUTED))
         elif not self.rows and not self.errors:
             lines.append(Content.styled("pick sessions to compare (space)", MUTED))
+        if self.rows and not self._loading:
+            lines.append(Content.styled(visible_text(decision_line(self.rows)), "bold"))
+        if self.left_out and self.rows:
+            lines.append(Content.styled(
+                "more columns than fit: widen the terminal, or `neurotui compare --wide`",
+                MUTED))
         base = next((row for row in self.rows if row["baseline"]), None)
         if base is not None and len(self.rows) > 1:
             lines.append(Content.assemble(
