@@ -1338,6 +1338,21 @@ def _build_step(
             bar_total = _count_field(v)
         elif key == "bar_key" and isinstance(v, str):
             bar_key = v
+    # A bad field drops the field, not the step: a count, rate or time below 0 is no figure
+    # (a session's reader refuses a step whose samples or time is negative, and samples are
+    # worked out of a rate). The loss may be below 0; the step and rank are the step's own.
+    if samples is not None and samples < 0:
+        samples = None
+    if throughput is not None and throughput < 0:
+        throughput = None
+    if dt is not None and dt < 0:
+        dt = None
+    if dt_ms is not None and dt_ms < 0:
+        dt_ms = None
+    if samples_total is not None and samples_total < 0:
+        samples_total = None
+    if global_batch is not None and global_batch < 0:
+        global_batch = None
     if dt is None:
         dt = dt_ms / 1000.0 if dt_ms is not None else _inverse(it_per_s)
     if (
@@ -1591,6 +1606,10 @@ _DIRECT_COUNTS = {"step": True, "rank": True, "samples": False, "loss": False,
 (_number_field's float). The bar's fields are not among them."""
 _DIRECT_ARGUMENTS = {name: (_STEP_VALUES_FIELDS.index(name), count)
                      for name, count in _DIRECT_COUNTS.items()}
+_NOT_NEGATIVE = frozenset({"samples", "throughput", "dt", "samples_total", "global_batch"})
+"""The fields _build_step leaves out where they are below 0 (a bad field drops the field, not
+the step). A sign is part of a line's shape: a shape that prints one there is read the long
+way (_direct_reader), so the short ways (and _steprecords.c) never meet such a figure."""
 """Each of those fields' place among StepValues' arguments, and whether it is a count."""
 _RANK_ARGUMENT = _STEP_VALUES_FIELDS.index("rank")
 _STEP_ARGUMENTS = frozenset(_STEP_VALUES_FIELDS.index(name) for name in (
@@ -1651,6 +1670,8 @@ def _direct_reader(recipe: _Recipe, text: str) -> _Reader | None:
             int(piece) if count else float(piece)
         except ValueError:
             return None
+        if name in _NOT_NEGATIVE and piece.lstrip().startswith("-"):
+            return None  # (below 0 in every line of the shape, or 0: _build_step decides)
         reader.append((argument, start, end, count))
     if not any(argument in _STEP_ARGUMENTS for argument, *_ in reader):
         return None  # no figure but a rank or a batch: _build_step finds no step
