@@ -29,7 +29,13 @@ def node_of(meta: Mapping[str, Any]) -> str | None:
 
 
 def job_parts(root: Path, job_id: str) -> list[Path]:
-    """The sessions that are nodes of `job_id`, ordered by node name (then folder)."""
+    """The sessions that are nodes of `job_id`, ordered by node name (then folder).
+
+    None for a name that is a session's own folder (its name under `root`, or its path):
+    that names the session, and every other session's meta.json is left unread (a damaged
+    or huge meta.json elsewhere costs a command on this one nothing)."""
+    if (root / job_id / layout.META).exists():
+        return []
     parts: list[tuple[str, Path]] = []
     for path in list_sessions(root):
         try:

@@ -156,3 +156,17 @@ def test_neuron_tally_with_nonfinite_flops_round_trips(tmp_path: Path) -> None:
     assert back is not None and math.isnan(back.flops[("2.20", 2)][0])
     (tmp_path / layout.NEURON_TALLY).write_text("[" * 1000 + "]" * 1000)
     assert neurontally.load(tmp_path) is None  # derived: without it, compare reads samples
+
+
+def test_naming_a_session_by_its_folder_reads_no_other_meta_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neurotui.session import jobs
+
+    for name in ("a", "b", "c"):
+        shutil.copytree(SAMPLE, tmp_path / name)
+    read: list[str] = []
+    real = jobs.load_meta
+    monkeypatch.setattr(jobs, "load_meta", lambda path: read.append(path.name) or real(path))
+    assert jobs.job_parts(tmp_path, "b") == [] and read == []
+    assert jobs.job_parts(tmp_path, str(tmp_path / "c")) == [] and read == []
+    assert jobs.job_parts(tmp_path, "some-job") == [] and read == ["a", "b", "c"]
