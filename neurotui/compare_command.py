@@ -45,7 +45,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "like SAMPLES/S), in this order")
     p.add_argument("--price", action="append", default=[], metavar="INSTANCE=USD_PER_HOUR",
                    help="what-if: price runs on INSTANCE (or the session SESSION) at this "
-                        "USD per hour; what was measured is unchanged (repeatable)")
+                        "USD per hour, optionally saying what it is (=15.49:Capacity Block); "
+                        "what was measured is unchanged (repeatable)")
     p.add_argument("--region", metavar="R",
                    help="what-if: price runs at the price table's on-demand price for "
                         "region R (sourced, dated; none there: no price)")
@@ -66,10 +67,10 @@ def run(args: argparse.Namespace, root: Path) -> int:
     if args.dataset_size is not None and not args.dataset_size > 0:
         print("neurotui: --dataset-size must be a number of samples above 0", file=sys.stderr)
         return 2
-    from neurotui.pricing.whatif import WhatIf, WhatIfError, parse_price_args
+    from neurotui.pricing.whatif import WhatIf, WhatIfError, parse_price_plan
 
     try:
-        plan = WhatIf(parse_price_args(args.price), args.region, args.spot)
+        plan = WhatIf(*parse_price_plan(args.price), region=args.region, spot=args.spot)
     except WhatIfError as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2

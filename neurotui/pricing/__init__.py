@@ -4,6 +4,7 @@
 - imds:    which instance are we on (IMDSv2, fails fast and quietly off EC2)
 - live:    optional live on-demand/spot prices via boto3
 - resolve: `resolve_price(...)` -> `PriceInfo`, the price of this run and its one-line note
+- whatif:  `reprice(...)`: compare's what-if prices (--price, --region, --spot), sourced
 - peaks:   `peak_flops(core_version, dtype, lnc=...)` -> `PeakFlops` (core_peaks.toml, dated and
            sourced) and `flops_utilization(measured, peak)`
 

@@ -52,6 +52,8 @@ class WhatIf:
 
     prices: dict[str, float] = field(default_factory=dict)
     """--price KEY=USD: KEY an instance type (lower case) or a session name."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """--price KEY=USD:LABEL: what that price is ("Savings Plan 1yr"), said beside it."""
     region: str | None = None
     spot: bool = False
 
@@ -75,10 +77,19 @@ class PriceChoice:
 
 def parse_price_args(values: Sequence[str]) -> dict[str, float]:
     """`--price trn1.2xlarge=1.1 --price sample-cpu-gloo=$0.34` -> {key: usd}; WhatIfError
-    naming the argument when one is not KEY=USD_PER_HOUR with a usable price."""
+    naming the argument when one is not KEY=USD_PER_HOUR[:LABEL] with a usable price."""
+    return parse_price_plan(values)[0]
+
+
+def parse_price_plan(values: Sequence[str]) -> tuple[dict[str, float], dict[str, str]]:
+    """--price arguments -> ({key: usd}, {key: label}): `trn1.32xlarge=15.49:Capacity Block`
+    names the price a Capacity Block's (a price the table has no source for is given so,
+    with what it is)."""
     found: dict[str, float] = {}
+    labels: dict[str, str] = {}
     for value in values:
         key, sep, usd = value.partition("=")
+        usd, _, label = usd.partition(":")
         key = key.strip()
         if not sep or not key:
             raise WhatIfError(f"--price {value!r}: expected INSTANCE=USD_PER_HOUR "
@@ -87,8 +98,11 @@ def parse_price_args(values: Sequence[str]) -> dict[str, float]:
             price = parse_price(usd)
         except InvalidPriceError as exc:
             raise WhatIfError(f"--price {value!r}: {exc}") from None
-        found[normalize_instance_type(key) or key] = price
-    return found
+        key = normalize_instance_type(key) or key
+        found[key] = price
+        if label.strip():
+            labels[key] = label.strip()
+    return found, labels
 
 
 def unmatched_keys(plan: WhatIf, sessions: Sequence[LoadedSession]) -> list[str]:
@@ -112,11 +126,12 @@ def _named_session(key: str, names: Sequence[str]) -> str | None:
     return holding[0] if len(holding) == 1 else None
 
 
-def _given_prices(plan: WhatIf, sessions: Sequence[LoadedSession]) -> dict[str, float]:
-    """Session name -> the --price given for it by name."""
+def _given_prices(given: dict[str, Any], plan: WhatIf,
+                  sessions: Sequence[LoadedSession]) -> dict[str, Any]:
+    """Session name -> what --price gave for it by name (a price, or its label)."""
     names = [_name(s) for s in sessions]
-    found: dict[str, float] = {}
-    for key, usd in plan.prices.items():
+    found: dict[str, Any] = {}
+    for key, usd in given.items():
         named = _named_session(key, names)
         if named is not None and (named == key or named not in found):
             found[named] = usd
@@ -130,12 +145,14 @@ def reprice(sessions: Sequence[LoadedSession], plan: WhatIf, *,
     """Each session with its what-if price in a copy of its meta (the session itself is not
     changed), and the choice made for it, in order. `live_spot` replaces the live lookup."""
     table = table or builtin_table()
-    by_name = _given_prices(plan, sessions)
+    by_name = _given_prices(plan.prices, plan, sessions)
+    label_by_name = _given_prices(plan.labels, plan, sessions)
     out: list[LoadedSession] = []
     choices: list[PriceChoice] = []
     for session in sessions:
         choice = choose_price(session, plan, table=table, live_spot=live_spot,
-                              given=by_name.get(_name(session)))
+                              given=by_name.get(_name(session)),
+                              label=label_by_name.get(_name(session)))
         if choice.whatif:
             priced = copy.copy(session)  # shallow: the measured tables are shared, not copied
             priced.meta = {**session.meta, "price": choice.record}
@@ -148,8 +165,9 @@ def reprice(sessions: Sequence[LoadedSession], plan: WhatIf, *,
 
 def choose_price(session: LoadedSession, plan: WhatIf, *, table: PriceTable,
                  live_spot: Callable[[str, str], _live.LivePrice] | None = None,
-                 given: float | None = None) -> PriceChoice:
-    """The price for one session (the module's order); `given`: a --price for it by name."""
+                 given: float | None = None, label: str | None = None) -> PriceChoice:
+    """The price for one session (the module's order); `given`: a --price for it by name,
+    `label`: what that price is."""
     recorded = dict(session.meta.get("price") or {})
     itype = _instance_type(session)
     region = (plan.region or (session.meta.get("instance") or {}).get("region")
@@ -157,14 +175,15 @@ def choose_price(session: LoadedSession, plan: WhatIf, *, table: PriceTable,
     was = _recorded_text(recorded)
     name = _name(session)
     if given is None and itype is not None:
-        given = plan.prices.get(itype)
+        given, label = plan.prices.get(itype), plan.labels.get(itype)
     what = itype or "instance"
     market = "spot" if plan.spot else "on-demand"
     if given is not None:
         where = f" {plan.region}" if plan.region else ""
-        note = f"{what} {fmt.price(given)}/h {market}{where} (--price, what-if; {was})"
-        return _whatif(given, "--price", None, plan.spot, plan.region, None,
-                       "--price spot" if plan.spot else "--price", note)
+        kind = label or market
+        note = f"{what} {fmt.price(given)}/h {kind}{where} (--price, what-if; {was})"
+        basis = f"{label}, --price" if label else "--price spot" if plan.spot else "--price"
+        return _whatif(given, "--price", None, plan.spot, plan.region, None, basis, note)
     if plan.spot:
         if itype is None:
             return _unknown(plan, "spot", f"no spot price: instance type unknown; pass --price "

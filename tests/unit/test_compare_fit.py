@@ -188,6 +188,22 @@ def test_a_price_naming_nothing_is_said_and_the_rest_compared(root: Path) -> Non
     assert "SAMPLES/$" in done.stdout
 
 
+def test_a_given_price_says_what_it_is(root: Path) -> None:
+    """A Capacity Block or Savings Plan price the table has no source for, given by the
+    user with what it is: the table and the decision line say so."""
+    assert parse_price_args(["trn1.2xlarge=$0.85:Savings Plan 1yr"]) == {"trn1.2xlarge": 0.85}
+    done = run("trn1", "inf2", "--price", "trn1.2xlarge=0.85:Savings Plan 1yr",
+               sessions=root, columns=120)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    # 320 x 3600 / 0.85 = 1,355,294 against inf2's recorded 250.98 x 3600 / 0.7582 = 1,191,677.
+    assert "1,355,294" in said and "1,191,677" in said
+    assert "Better deal: 20260101-100000-trn1, 1.14x (+14%)" in said
+    assert "at $0.85/h (Savings Plan 1yr, --price) vs $0.7582/h (recorded on-demand" in said
+    assert "trn1.2xlarge $0.85/h Savings Plan 1yr (--price, what-if; recorded $1.34375/h)" \
+        in said
+
+
 def _row(name: str, **figures: object) -> dict[str, object]:
     return {"session": name, "phases_s": {}, **figures}
 
