@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
                           " (default bf16, said so on screen)")
     run.add_argument("--step-pattern", action="append", default=[], metavar="REGEX",
                      help="extra step-line pattern with named groups (step, loss, samples, ...)")
+    run.add_argument("--log-cap", type=_log_size, default=None, metavar="SIZE",
+                     help="the most of the job's output the session's logs keep, e.g. 200M "
+                          "(default 1G); what is dropped past it is said in the log and "
+                          "counted in meta.json")
     run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
                      help="samples in one step of the whole job (global batch, all nodes), "
                           "for steps that do not say (log lines without a batch or "
@@ -152,6 +156,19 @@ def _positive_number(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError("must be a number above 0")
     return value
+
+
+def _log_size(text: str) -> int:
+    """`--log-cap`: a size such as 200M or 1G, above nothing."""
+    from neurotui.supervisor.floodgate import parse_size
+
+    try:
+        size = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError("must be above 0")
+    return size
 
 
 def _speed(text: str) -> float:
@@ -279,7 +296,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "step_target": step_target, "preset": args.preset, "env": env,
         "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
         "samples_per_step": args.samples_per_step, "dataset_size": args.dataset_size,
-        "peak_dtype": args.peak_dtype,
+        "peak_dtype": args.peak_dtype, "log_cap": args.log_cap,
         "group_readable": args.group_readable, "job": args.job, "node": args.node,
         "neuron_metrics_url": _recorded_url(args.neuron_metrics_url)})
     supervisor = _start_with_metrics_url(session_dir, args.neuron_metrics_url)

@@ -34,12 +34,13 @@ from neurotui.supervisor import control, fdlimit, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.cachekeeping import CacheKeeper
 from neurotui.supervisor.exporting import MetricsExporter
+from neurotui.supervisor.floodgate import DEFAULT_LOG_CAP, FloodGate, LogCap
 from neurotui.supervisor.globalranks import GlobalRanks
 from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.requests import RequestInbox
 from neurotui.supervisor.stallwatch import StallWatch
-from neurotui.supervisor.wakeups import SignalWake, Waits, exit_descriptor
+from neurotui.supervisor.wakeups import ExitClock, SignalWake, Waits, exit_descriptor
 
 if TYPE_CHECKING:
     from neurotui.collect.telemetry import Telemetry
@@ -99,7 +100,10 @@ class Supervisor:
         self.follower = LogFollower(self.dir, self.writer, self.parser,
                                     parse_launcher=not config.get("torchrun_logs", False),
                                     spool_dir=self.spool,
-                                    watch=os.environ.get(LOG_WATCH_ENV) != "0")
+                                    watch=os.environ.get(LOG_WATCH_ENV) != "0",
+                                    flood=FloodGate(
+                                        LogCap(int(config.get("log_cap") or DEFAULT_LOG_CAP)),
+                                        step_patterns=tuple(config.get("step_patterns") or ())))
         self.stalls = StallWatch(self.dir)
         self.cache_keeper = CacheKeeper(self.dir)  # attach/replay open fast (cachekeeping.py)
         self.follower.stalls = self.stalls
@@ -117,6 +121,9 @@ class Supervisor:
         self.waits.register(self.server, _CONTROL)
         self._logs_listened = False  # a log's change wakes the supervisor (_listen_to_logs)
         self._exit_fd: int | None = None  # readable when the job's leader exits (pidfd)
+        self._exit_clock: ExitClock | None = None  # when it exited (see ExitClock)
+        self.ended_at: float | None = None
+        """When the last attempt's leader exited: the end recorded (proc_exit, meta.json)."""
         self._signal_wake: SignalWake | None = None
         self.job: subprocess.Popen[bytes] | None = None
         self.job_limits: Callable[[], None] | None = None
@@ -250,6 +257,7 @@ class Supervisor:
         self._exit_fd = exit_descriptor(pid)
         if self._exit_fd is not None:
             self.waits.register(self._exit_fd, _EXIT)
+        self._exit_clock = ExitClock(pid)
 
     def _forget_exit(self) -> None:
         """The leader is gone (or another one is watched): its descriptor stays readable for
@@ -258,6 +266,8 @@ class Supervisor:
             self.waits.unregister(self._exit_fd)
             os.close(self._exit_fd)
             self._exit_fd = None
+        if self._exit_clock is not None:
+            self._exit_clock.close()
 
     def _job_exit(self) -> tuple[bool, int | None]:
         """(whether the job's leader has exited, its return code when it is our child)."""
@@ -295,6 +305,9 @@ class Supervisor:
                 self._save_meta()
             ended, returncode = self._job_exit()
             if ended:
+                # The clock's time, not now: this look came as late as the work before it.
+                clock = self._exit_clock
+                self.ended_at = min(clock.at, time.time()) if clock and clock.at else time.time()
                 break
             if self.leaving:
                 self._guarded("reading the job's logs", self.follower.take_read)
@@ -312,8 +325,9 @@ class Supervisor:
         self._guarded("reading the job's logs", self.follower.poll, time.time(), True)
         code = returncode if returncode is None or returncode >= 0 else None
         sig_name = signal.Signals(-returncode).name if returncode and returncode < 0 else None
-        self.writer.write("proc_exit", attempt=self.attempt, pid=self.tree.leader_pid,
-                          code=code, signal=sig_name, tail=self.follower.tail_lines())
+        self.writer.write("proc_exit", t=self.ended_at, attempt=self.attempt,
+                          pid=self.tree.leader_pid, code=code, signal=sig_name,
+                          tail=self.follower.tail_lines())
         self.writer.flush(final=True)  # on a full disk, into the reserve
         restart_asked = restart_asked or bool(self.stopping and self.stopping.restart_after)
         return code, sig_name, restart_asked and not self.leaving
@@ -405,13 +419,17 @@ class Supervisor:
             reason = f"killed by {sig_name}"
         else:
             reason = "failed"
-        now = time.time()
+        # The job's end as its leader's exit was timed (ExitClock), not this moment: reading
+        # the last of a flood of output may have taken a while since, and the run's wall time
+        # and cost are counted to here.
+        now = self.ended_at if self.ended_at is not None else time.time()
         self.alerts.end_all(now, why=f"the job {reason}")
         self.writer.flush(final=True)
         if self.spool is not None:
             spool.remove(self.spool)  # every byte of it was read: the final poll read to the end
         # Every event is on disk before meta.json says the run ended.
-        if not self._save_meta(ended_at=now, log_timing=self.follower.timing, exit={
+        if not self._save_meta(ended_at=now, log_timing=self.follower.timing,
+                               log_dropped=self.follower.flood.dropped, exit={
                 "code": code, "signal": sig_name, "reason": reason,
                 "attempts": self.attempt + 1, "lost_events": self.writer.failed_writes}):
             self.writer.release_reserve()  # a full disk: the reserve is room for this

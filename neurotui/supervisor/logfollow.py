@@ -44,6 +44,14 @@ from neurotui.sources.steplog import (
     strip_rank_prefix,
 )
 from neurotui.supervisor import spool
+from neurotui.supervisor.floodgate import (
+    RESUME_BYTES,
+    SCAN_BYTES,
+    FloodGate,
+    interpolated_stamps,
+    size_text,
+    skip_line,
+)
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.stepoffsets import FileId
 
@@ -258,6 +266,9 @@ class _Followed:
     """Its lines are placed by the probe's steps (_read_placed), read at polls."""
     held: list[tuple[int, float]] = field(default_factory=list)
     """Placed, read but not yet taken: each read's end, and when it was read."""
+    flood_mark: tuple[int, float] | None = None
+    """Its size at the last look for a flood (_shed_flood), and when: where the lines kept
+    from bytes skipped later stood in time."""
 
     def split(self, chunk: bytes) -> list[bytes]:
         """The complete lines `chunk` (read after what was split before) ends, the rest
@@ -505,6 +516,8 @@ class LogFollower:
     """Where the job writes its output (spool.py), copied into the session's logs/ as read;
     None: the job writes into the session's logs/ itself."""
     attempt: int = 0
+    flood: FloodGate = field(default_factory=FloodGate)
+    """Its limits on a flood of output (a log skipped ahead, the session's log cap)."""
     stalls: StallWatch | None = None
     """Told of each step and compile line recorded (the supervisor's watch for stalls)."""
     tails: dict[int | None, deque[str]] = field(default_factory=dict)
@@ -858,6 +871,7 @@ class LogFollower:
         # Before anything else: a log the probe's steps now place has its looked lines placed,
         # not stamped (the first second of its steps), and lines are taken in the order read.
         self._place_new_logs()
+        self._shed_flood(now, final)
         self.take_read()  # (with what the native looker's looks found)
         if self._looker is not None:
             # Each second, as a batch's wakeup would (none comes while the looker looks):
@@ -1008,6 +1022,106 @@ class LogFollower:
             self._take_bar_positions(followed, now)
         return followed.offset - before >= _MAX_READ
 
+    def _shed_flood(self, now: float, final: bool) -> None:
+        """Skip ahead in each log the follower is too far behind (floodgate.py): at the job's
+        exit, down to a shorter distance, so that its end is read within a second of it."""
+        flood = self.flood
+        if flood.cap.reached_at is not None and not flood.told_cap:
+            flood.told_cap = True
+            self.writer.write("warning", t=flood.cap.reached_at, source="logs", message=(
+                f"the session's logs reached their cap ({size_text(flood.cap.limit or 0)}, "
+                "`neurotui run --log-cap`): the job's further output is not kept (each log "
+                "says where it was cut, and at the end how much; meta.json's log_dropped "
+                "counts it); its step and compile lines are still recorded"))
+        self._take_native_looks()  # (their looks stamp the lines kept from what is skipped)
+        behind_max = flood.final_behind_max if final else flood.behind_max
+        for followed in self._files.values():
+            if followed.fd is None:
+                continue
+            try:
+                status = os.fstat(followed.fd)
+            except OSError:
+                continue
+            if status.st_size - followed.offset > behind_max:
+                self._skip_ahead(followed, status.st_size, status.st_mtime_ns, now)
+            followed.flood_mark = (status.st_size, now)
+
+    def _skip_ahead(self, followed: _Followed, size: int, modified_ns: int,
+                    now: float) -> None:
+        """Skip `followed` ahead to a line's end near RESUME_BYTES before `size`: the bytes
+        skipped are scanned for the lines a step or compile line could be, which are taken as
+        read (and kept in the session's copy, after a line saying what was dropped); the
+        rest is neither taken nor copied, and its spool memory is given back."""
+        assert followed.fd is not None
+        # Where each look saw the log end, and when: the stamps of the lines kept.
+        anchors = sorted(look for look in [*followed.looks, followed.flood_mark]
+                         if look is not None and look[0] > followed.offset)
+        anchors.append((size, _written_at(modified_ns, now, followed.grew_at)))
+        for i in range(1, len(anchors)):  # (a look's stamp and a file's time: never back)
+            if anchors[i][1] < anchors[i - 1][1]:
+                anchors[i] = (anchors[i][0], anchors[i - 1][1])
+        start, until = followed.offset, size - RESUME_BYTES
+        pending, parsed = followed.pending, followed.parsed
+        head, target, kept = pending, start, []
+        while start < until:
+            chunk = os.pread(followed.fd, min(SCAN_BYTES, until - start), start)
+            if not chunk:
+                break
+            data, base = head + chunk, start - len(head)  # base: where `data` begins
+            start += len(chunk)
+            cut = data.rfind(b"\n") + 1
+            if not cut and len(data) <= SCAN_BYTES:
+                head = data  # no line ends in it yet: it goes on in the next scan
+                continue
+            cut = cut or len(data)  # a line longer than a scan: its start is dropped
+            head, data, target = data[cut:], data[:cut], base + cut
+            spans = self.flood.candidates(data)
+            if spans:
+                lines = [data[a:b] for a, b in spans]
+                stamps = interpolated_stamps([base + b for _, b in spans], anchors)
+                followed.pending, followed.parsed = b"", 0
+                self._take_lines(followed, [line.decode("utf-8", "replace") for line in lines],
+                                 stamps)
+                kept += lines
+        skipped = target - followed.offset
+        if skipped <= 0:  # not one line ended in what could be skipped: read on as usual
+            followed.pending, followed.parsed = pending, parsed
+            return
+        followed.pending, followed.parsed = b"", 0  # (the line after `target` is read again)
+        # The session's copy: what it had, the line saying what was dropped, the lines kept.
+        if followed.copy is not None:
+            followed.copy.flush(now)
+            dropped = skipped - sum(len(line) + 1 for line in kept)
+            # (on a line of its own, after the part of a line the copy has)
+            followed.copy.add(b"\n" * bool(pending) + skip_line(dropped, len(kept)), now)
+            followed.copy.write(b"".join(line + b"\n" for line in kept), now)  # (capped)
+        followed.offset = target
+        followed.behind = True  # what is left is read at this poll, as usual
+        followed.seen = max(followed.seen, target)
+        followed.looks = [look for look in followed.looks if look[0] > target]
+        if not followed.looks and followed in self._deferred:
+            self._deferred.remove(followed)
+        followed.held.clear()
+        offsets = self.stalls.offsets if self.stalls is not None else None
+        if offsets is not None and followed.ident is not None and followed.ident in offsets:
+            offsets.forget_before(followed.ident, target)
+        if followed.copy is not None:
+            upto = target - target % 4096  # whole pages only
+            if upto > followed.freed and spool.punch_hole(followed.fd, followed.freed, upto):
+                followed.freed = upto
+        flood = self.flood
+        if followed.name not in flood.skipped:
+            flood.skipped[followed.name] = 0
+            self.writer.write("warning", t=now, source="logs", message=(
+                f"{followed.name}: the job prints faster than the supervisor reads (a flood "
+                f"of output): {size_text(skipped)} of it skipped, its {len(kept)} step and "
+                f"compile lines kept; each time the supervisor is more than "
+                f"{size_text(flood.behind_max)} behind it skips ahead again, and says so in "
+                "the log (meta.json's log_dropped counts it all)"))
+        flood.skipped[followed.name] += skipped
+        flood.skips += 1
+        flood.kept_lines += len(kept)
+
     def _record_pending_losses(self, now: float) -> None:
         if self.spool_dir is not None:
             for loss in spool.pending_losses(self.spool_dir):
@@ -1119,7 +1233,8 @@ class LogFollower:
     def _follow(self, path: Path, rank: int | None) -> _Followed:
         relative = path.relative_to(self.logs_root).as_posix()
         name = f"{layout.LOGS_DIR}/{relative}"  # as the session names it, spool or not
-        copy = spool.Copy(self.session_dir / name) if self.spool_dir is not None else None
+        copy = spool.Copy(self.session_dir / name, self.flood.cap) \
+            if self.spool_dir is not None else None
         followed = self._files[path] = _Followed(path, name, rank, copy=copy)
         with contextlib.suppress(OSError):  # (else when it is opened: status())
             status = path.stat()
@@ -1141,13 +1256,16 @@ class LogFollower:
     def _read(self, followed: _Followed, now: float) -> bool:
         """Take what `followed` gained; True when there may be more (a full read). While the
         logs are busy, wakeups only look at them instead (_look)."""
+        # What looks saw first (of this log too: its lines before the chunk read here, which
+        # must follow them, and be split after them; taken after the chunk, a line across the
+        # two was lost, as a flood's step line was).
+        self.take_read()
         before = followed.offset
         try:
             chunk = followed.read_chunk(now)
         except OSError as exc:
             self._cannot_open(exc, now)
             return False
-        self.take_read()
         stamp = now
         if chunk:
             stamp = _written_at(followed.modified_ns, now, followed.grew_at)

@@ -24,10 +24,13 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neurotui.session.layout import LOGS_DIR
 from neurotui.supervisor.control import is_private, private_folder
+
+if TYPE_CHECKING:
+    from neurotui.supervisor.floodgate import LogCap
 
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
@@ -102,8 +105,12 @@ class Copy:
     with when) instead of failing. The first write that works again says in the copy itself
     what was lost there. Bytes wait in memory until `flush` (see COPY_BATCH_BYTES)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cap: LogCap | None = None) -> None:
         self.path = path
+        self.cap = cap
+        """The session's log cap, shared by all its copies (floodgate.py): past it, output is
+        dropped, and the copy says so where it was cut and, at its close, how much."""
+        self.over_cap = 0  # bytes the cap dropped from this copy
         self._fd: int | None = None
         self.size = 0
         self.lost_bytes = 0  # since the last `take_loss`
@@ -118,6 +125,8 @@ class Copy:
     def write(self, data: bytes, now: float) -> None:
         """Append `data` at the next flush (nothing: only make sure the copy exists now, as
         the spool file does)."""
+        if data and self.cap is not None:
+            data = self._within_cap(data, now)
         if data:
             self._waiting.append(data)
             self.waiting += len(data)
@@ -125,6 +134,32 @@ class Copy:
                 self.flush(now)
         elif self._fd is None:
             self._write_out(b"", now)
+
+    def _within_cap(self, data: bytes, now: float) -> bytes:
+        """What of `data` the cap lets in: whole lines, then (once) the line saying where it
+        cut."""
+        assert self.cap is not None
+        if self.over_cap:
+            self.over_cap += len(data)
+            self.cap.dropped += len(data)
+            return b""
+        allowed = self.cap.allow(len(data), now)
+        if allowed == len(data):
+            return data
+        kept = data[:data.rfind(b"\n", 0, allowed) + 1]  # (nothing, where no line ends)
+        self.cap.kept -= allowed - len(kept)
+        self.over_cap = len(data) - len(kept)
+        self.cap.dropped += self.over_cap
+        return kept + self.cap.cut_line()
+
+    def add(self, data: bytes, now: float) -> None:
+        """Append the supervisor's own text (a line saying what was dropped there), outside
+        the cap's count."""
+        if self.over_cap:
+            return  # the cap's own line said that nothing comes after it
+        self._waiting.append(data)
+        self.waiting += len(data)
+        self.flush(now)
 
     def flush(self, now: float) -> None:
         """Write out what waits."""
@@ -185,7 +220,12 @@ class Copy:
         return loss
 
     def close(self) -> None:
-        self.flush(time.time())
+        now = time.time()
+        if self.over_cap and self.cap is not None:  # how much the cap dropped, at the end
+            line = self.cap.count_line(self.over_cap)
+            self.over_cap = 0
+            self.add(line, now)
+        self.flush(now)
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)

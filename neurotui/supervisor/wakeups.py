@@ -13,6 +13,8 @@ import os
 import select
 import signal
 import socket
+import threading
+import time
 from typing import Protocol
 
 
@@ -27,6 +29,41 @@ def exit_descriptor(pid: int) -> int | None:
         return int(pidfd_open(pid))
     except OSError:  # an older kernel (ENOSYS), or the process is already gone (ESRCH)
         return None
+
+
+class ExitClock:
+    """When process `pid` exited, read off the clock at that moment by a thread waiting on its
+    pidfd: the job's real end, whatever the supervisor is busy with then (a flood of output
+    to read, say). The main loop's own look comes later by as much as its work took, and a
+    run once recorded its end 20 s after the job's (tests/e2e/test_flood.py)."""
+
+    def __init__(self, pid: int) -> None:
+        self.at: float | None = None
+        """The time it exited (None: not yet, or no pidfd to wait on)."""
+        self._fd = exit_descriptor(pid)
+        self._cancel_read, self._cancel_write = os.pipe()
+        if self._fd is not None:
+            threading.Thread(target=self._wait, name="neurotui-exit-clock", daemon=True).start()
+
+    def _wait(self) -> None:
+        assert self._fd is not None
+        waits = select.poll()
+        waits.register(self._fd, select.POLLIN)
+        waits.register(self._cancel_read, select.POLLIN)
+        ready = {fd for fd, _ in waits.poll()}
+        if self._fd in ready:
+            self.at = time.time()
+        os.close(self._fd)
+        os.close(self._cancel_read)
+
+    def close(self) -> None:
+        """No more waiting (another attempt's leader is timed, or the supervisor leaves)."""
+        if self._cancel_write < 0:
+            return
+        os.close(self._cancel_write)  # its thread wakes, and closes the rest
+        self._cancel_write = -1
+        if self._fd is None:
+            os.close(self._cancel_read)
 
 
 class SignalWake:
