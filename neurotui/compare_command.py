@@ -89,6 +89,11 @@ def run(args: argparse.Namespace, root: Path) -> int:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2
     if args.tui:
+        if plan.asked or args.wide or args.columns or args.out or args.format != "table":
+            print("neurotui: compare --tui shows the recorded prices on screen; --price, "
+                  "--region, --spot, --wide, --columns, --format and --out are for the "
+                  "printed comparison (without --tui)", file=sys.stderr)
+            return 2
         if any(isinstance(p, Job) for p in [*paths, named_base]):
             print("neurotui: compare --tui compares sessions; a job of many nodes is compared "
                   "as a table (without --tui)", file=sys.stderr)

@@ -181,6 +181,11 @@ def test_bad_price_arguments_are_refused(bad: str) -> None:
     assert "--price" in done.stderr
 
 
+def test_the_screen_is_not_offered_what_it_cannot_show() -> None:
+    done = run("sample-cpu", "--tui", "--price", "sample-cpu=1")
+    assert done.returncode == 2 and "compare --tui shows the recorded prices" in done.stderr
+
+
 def test_a_price_naming_nothing_is_said_and_the_rest_compared(root: Path) -> None:
     done = run("trn1", "--price", "trn9.2xlarge=1", sessions=root, columns=100)
     assert done.returncode == 0
