@@ -167,7 +167,23 @@ def choose_price(session: LoadedSession, plan: WhatIf, *, table: PriceTable,
                  live_spot: Callable[[str, str], _live.LivePrice] | None = None,
                  given: float | None = None, label: str | None = None) -> PriceChoice:
     """The price for one session (the module's order); `given`: a --price for it by name,
-    `label`: what that price is."""
+    `label`: what that price is. Every price is an instance's: a job of N nodes (one
+    instance each, as its recorded price sums them) costs N times it."""
+    choice = _instance_price(session, plan, table=table, live_spot=live_spot, given=given,
+                             label=label)
+    nodes = len(session.parts) if session.job else 1
+    usd = choice.record.get("usd_per_hour")
+    if not choice.whatif or nodes <= 1 or usd is None:
+        return choice
+    total = usd * nodes
+    note = f"{choice.note}; {nodes} nodes: {fmt.price(total)}/h together"
+    return PriceChoice({**choice.record, "usd_per_hour": total, "note": note},
+                       f"{choice.basis} x{nodes}", note, True)
+
+
+def _instance_price(session: LoadedSession, plan: WhatIf, *, table: PriceTable,
+                    live_spot: Callable[[str, str], _live.LivePrice] | None,
+                    given: float | None, label: str | None) -> PriceChoice:
     recorded = dict(session.meta.get("price") or {})
     itype = _instance_type(session)
     region = (plan.region or (session.meta.get("instance") or {}).get("region")

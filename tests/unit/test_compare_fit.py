@@ -32,6 +32,7 @@ from neurotui.compare_layout import (
 from neurotui.pricing.live import LivePrice
 from neurotui.pricing.table import builtin_table
 from neurotui.pricing.whatif import WhatIf, WhatIfError, parse_price_args, reprice
+from tests.ui.sessions import recorded_job
 from tests.unit.test_compare import make_session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -179,6 +180,20 @@ def test_bad_price_arguments_are_refused(bad: str) -> None:
     done = run("sample-cpu", "--price", bad)
     assert done.returncode == 2 and done.stdout == ""
     assert "--price" in done.stderr
+
+
+def test_a_job_of_two_nodes_costs_two_instances(tmp_path: Path) -> None:
+    """Job J: two trn1.32xlarge nodes (recorded at $21.50/h each, $43.00 together); at a
+    what-if $15/h an instance it costs $30/h."""
+    recorded_job(tmp_path)
+    done = run("J", "--price", "trn1.32xlarge=15", "--format", "json", sessions=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (job,) = json.loads(done.stdout)
+    assert job["nodes"] == 2 and job["usd_per_hour"] == 30.0
+    assert job["samples_per_dollar_steady"] == pytest.approx(job["samples_per_s"] * 3600 / 30)
+    table = run("J", "--price", "trn1.32xlarge=15", sessions=tmp_path, columns=100)
+    said = " ".join(table.stdout.split())
+    assert "--price x2" in said and "2 nodes: $30.00/h together" in said
 
 
 def test_the_screen_is_not_offered_what_it_cannot_show() -> None:
