@@ -117,3 +117,21 @@ def test_svg_alone_is_one_standalone_document(tmp_path: Path) -> None:
     assert "sample-cpu-gloo" in texts and "sample-xla-cpu" in texts
     assert len(tree.findall(".//{http://www.w3.org/2000/svg}polyline")) == 2
 
+
+
+def test_names_and_notes_are_text_never_markup() -> None:
+    import pandas as pd
+
+    from neurotui.compare_page import render_page
+
+    hostile = '<script>alert(1)</script><img src="http://x/y.png">'
+    rows = [{"session": hostile, "phases_s": {}, "samples_per_s": 10.0,
+             "price_note": '"><a href="http://evil">x</a>', "step_source": "<b>log</b>"}]
+    overlay = pd.DataFrame({"session": [hostile, hostile], "t_s": [0.0, 10.0],
+                            "samples_per_s": [0.0, 10.0]})
+    page = render_page(rows, overlay, notes=[f"{hostile}: a note"])
+    parsed = _Links()
+    parsed.feed(page)
+    assert parsed.links == [] and "script" not in parsed.tags and "img" not in parsed.tags
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "Better deal: unknown, no run has a price" in page
