@@ -39,6 +39,7 @@ from neurotui.live.neuron import (
     errors_text,
     flops_percent,
 )
+from neurotui.metrics import compiles
 from neurotui.metrics.breakdown import phase_order, steady_phase_medians
 from neurotui.metrics.common import floats, has_rows, missing, numbers
 from neurotui.metrics.steady import (  # the batch form's own rule, taken node by node
@@ -90,6 +91,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("global_batch", "BATCH", "count"),
     Column("workers", "WORKERS", "int"),
     Column("time_to_first_step_s", "FIRST STEP", "s"),
+    Column("compile_s", "COMPILE", "s"),
+    Column("recompiles", "RECOMPILES", "int"),
+    Column("compile_usd", "COMPILE $", "usd"),
     Column("step_time_median_s", "STEP MEDIAN", "ms"),
     Column("step_time_p90_s", "STEP P90", "ms"),
     Column("samples_per_s", "SAMPLES/S", "rate"),
@@ -106,13 +110,15 @@ Data rows hold these keys, the phase keys and EXTRA_KEYS."""
 EXTRA_KEYS = ("step_source", "step_time_without_data_s", "dataset_size", "epoch_s",
               "usd_per_epoch", "cores_available", "baseline", "alerts_by_key", "lost",
               "problems", "path", "job", "nodes", "node_states", "flops_peak", "flops_note",
-              "exec_errors_by_type")
+              "exec_errors_by_type", "first_step_compile_s", "compile_graphs",
+              "compile_mismatch", "graph_breaks", "recompile_reasons")
 """Also in every row (CSV, JSON, DataFrame), not in the text table (a job's nodes are its
 footnote there)."""
-_INT_KEYS = ("cores_used", "workers", "cores_available", "alerts", "nodes")
+_INT_KEYS = ("cores_used", "workers", "cores_available", "alerts", "nodes", "recompiles",
+             "graph_breaks")
 _TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source",
               "alerts_by_key", "lost", "problems", "path", "job", "node_states", "flops_peak",
-              "flops_note", "exec_errors_by_type")
+              "flops_note", "exec_errors_by_type", "compile_graphs", "recompile_reasons")
 
 
 @dataclass
@@ -148,6 +154,8 @@ class LoadedSession:
     """FLOPs utilisation and execution errors over the run's `neuron` samples."""
     logical_cores: int | None = None
     """NeuronCores as the SDK counts them (neuron-ls's logical cores), where recorded."""
+    compile_records: list[dict[str, Any]] = field(default_factory=list)
+    """The `compile` records (torch.compile's and neuronx-cc's), in time order."""
 
     @property
     def name(self) -> str:
@@ -197,6 +205,8 @@ def load_job(job_id: str, parts: Sequence[Path]) -> LoadedJob:
         alerts=[a for part in loaded for a in part.alerts],
         lost=[x for part in loaded for x in part.lost],
         job=job_id, nodes=nodes, parts=loaded,
+        compile_records=sorted((r for part in loaded for r in part.compile_records),
+                               key=lambda r: float(r.get("t", 0.0))),
         neuron=combine([part.neuron for part in loaded if part.neuron is not None]))
 
 
@@ -415,7 +425,8 @@ def _loaded(path: Path, reader: SessionReader, steps: pd.DataFrame, compiles: pd
                          alerts=list(reader.events.get("alert", ())),
                          lost=list(reader.events.get("lost", ())),
                          neuron=run_neuron_of(reader),
-                         logical_cores=_logical_cores(reader.events.get("neuron_devices", ())))
+                         logical_cores=_logical_cores(reader.events.get("neuron_devices", ())),
+                         compile_records=list(reader.events.get("compile", ())))
 
 
 def _logical_cores(snapshots: Sequence[dict[str, Any]]) -> int | None:
@@ -547,6 +558,7 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
     # LNC 2, where the price table's spec counts 128 physical ones).
     cores_available = session.logical_cores or cores_available
     episodes = recorded.alert_episodes(session.alerts)
+    compile_row = _compile_row(session, end, figures["usd_per_hour"])
     return {
         "session": session.meta["name"] if session.job else session.name,
         "state": session.state,
@@ -559,6 +571,7 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "global_batch": batch,
         "workers": dataloader_workers(meta),
         "time_to_first_step_s": figures["time_to_first_step_s"],
+        **compile_row,
         "step_time_median_s": figures["step_time_median_s"],
         "step_time_p90_s": figures["step_time_p90_s"],
         **{phase_key(name): seconds for name, seconds in phases.items()},
@@ -584,6 +597,46 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         "problems": session.problems,
         "path": str(session.path),
     }
+
+
+def _compile_row(session: LoadedSession, now: float | None,
+                 usd_per_hour: float | None) -> dict[str, Any]:
+    """What compiling cost the run (metrics/compiles.py: one definition of a compile for
+    torch.compile's records and neuronx-cc's lines)."""
+    parts = session.parts or [session]
+    first: dict[tuple[int, int], float] = {}
+    for part in parts:
+        first.update(_first_steps(part.steps))
+    spans = compiles.compile_spans(session.compile_records)
+    found = compiles.compile_figures(spans, first, now)
+    reasons = [f"rank {s.rank if s.rank is not None else '?'}: {s.source} "
+               + (f"recompiled {s.frame}" if s.frame else "compiled")
+               + (f" in {fmt.seconds(s.seconds())}" if s.seconds() is not None else "")
+               + (f", because {s.reason.strip().splitlines()[0][:200]}" if s.reason else "")
+               for s in found.recompile_spans]
+    return {
+        "compile_s": found.compile_s,
+        "recompiles": found.recompiles,
+        "compile_usd": found.usd(usd_per_hour),
+        "first_step_compile_s": found.before_first_step_s,
+        "compile_graphs": compiles.mismatch_text(found.graphs_by_rank) or None,
+        "compile_mismatch": found.mismatch if found.graphs_by_rank else None,
+        "graph_breaks": found.graph_breaks,
+        "recompile_reasons": "; ".join(reasons) or None,
+    }
+
+
+def _first_steps(steps: Any) -> dict[tuple[int, int], float]:
+    """(rank, attempt) -> the time of its first step, of a step table (DataFrame or Columns)."""
+    if steps is None or not len(steps):
+        return {}
+    t, rank, attempt = floats(steps["t"]), floats(steps["rank"]), floats(steps["attempt"])
+    ok = ~(np.isnan(t) | np.isnan(rank) | np.isnan(attempt))
+    t, rank, attempt = t[ok], rank[ok].astype(np.int64), attempt[ok].astype(np.int64)
+    order = np.argsort(t, kind="stable")
+    keys = np.stack([rank[order], attempt[order]], axis=1)
+    _, at = np.unique(keys, axis=0, return_index=True)
+    return {(int(keys[i, 0]), int(keys[i, 1])): float(t[order][i]) for i in at}
 
 
 def _neuron_row(found: RunNeuron | None) -> dict[str, Any]:
@@ -761,6 +814,24 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
                 else " (no price)"
             notes.append(f"{r['session']}: an epoch of {r['dataset_size']:,.0f} samples "
                          f"at the steady rate: {fmt.short_duration(r['epoch_s'])}{cost}")
+    if any(fmt.known(r.get("compile_s")) for r in rows):
+        notes.append("COMPILE: seconds compiling (torch.compile's compiles and neuronx-cc's), "
+                     "the slowest rank's total; COMPILE $: those seconds at the run's price; "
+                     "RECOMPILES: graphs compiled after their rank's first step, the most of "
+                     "any rank.")
+    for r in rows:  # what compiling cost, and why each recompile came
+        said = []
+        if fmt.known(r.get("first_step_compile_s")) and fmt.known(r.get("time_to_first_step_s")):
+            said.append(f"first step after {fmt.short_duration(r['time_to_first_step_s'])}, "
+                        f"{fmt.short_duration(r['first_step_compile_s'])} of it compiling")
+        if r.get("recompile_reasons"):
+            said.append(f"recompiles: {r['recompile_reasons']}")
+        if r.get("compile_mismatch"):
+            said.append(f"ranks compiled different numbers of graphs ({r['compile_graphs']})")
+        if r.get("graph_breaks"):
+            said.append(f"{r['graph_breaks']} graph break(s)")
+        if said:
+            notes.append(f"{r['session']}: " + "; ".join(said))
     for r in rows:  # what the supervisor saw go wrong, and what the session could not record
         said = [f"alerts: {r['alerts_by_key']}" if r.get("alerts_by_key") else None, r.get("lost")]
         if any(said):

@@ -10,11 +10,12 @@ A session's `compile` records come from two places (session/FORMAT.md):
   of that rank, `compiled` or `compile_failed` ends it, `cache_hit` is none.
 
 A compile is one span from its start to its end (None while it runs, or where its end was
-never recorded). A *graph* is a span that is not a backward. Compile seconds are a rank's
-spans added up; the run's figure is the slowest rank's (the ranks compile side by side, and
-the job waits for the last). A recompile is a graph compiled after its rank's first step of
-that attempt. Ranks that compiled different numbers of graphs are a mismatch: one of them took
-a path (a shape, a branch) the others did not.
+never recorded: one begun before its rank's first step is taken to end there). A *graph* is a
+span that is not a backward. Compile seconds are a rank's spans added up; the run's figure is
+the slowest rank's (the ranks compile side by side, and the job waits for the last). A
+recompile is a graph compiled after its rank's first step of that attempt. Ranks that
+compiled different numbers of graphs are a mismatch: one of them took a path (a shape, a
+branch) the others did not.
 
 Pure functions; `now` is a parameter (a live run counts a running compile up to it).
 """
@@ -172,9 +173,12 @@ def compile_figures(spans: Iterable[CompileSpan], first: Mapping[tuple[int, int]
     breaks: int | None = None
     for span in spans:
         end = span.end if span.end is not None and (now is None or span.end <= now) else None
+        stepped = first_step_of(span, first)
+        if end is None and stepped is not None and span.start < stepped and \
+                (now is None or stepped <= now):
+            end = stepped  # its end not recorded (a log without the compiler's status line)
         took = (end if end is not None else (now if now is not None else span.start)) - span.start
         by_rank_s[span.rank] = by_rank_s.get(span.rank, 0.0) + max(0.0, took)
-        stepped = first_step_of(span, first)
         if stepped is None or span.start < stepped:
             before_s[span.rank] = before_s.get(span.rank, 0.0) + max(0.0, took)
         if span.graph_breaks is not None:

@@ -24,6 +24,9 @@ from neurotui.supervisor.alerting import Raised
 RECOMPILE = "recompile"
 MISMATCH = "compile-mismatch"
 _SHOWN = 5  # recompiles named in the alert's evidence (the latest)
+LONG_COMPILE_S = 10.0
+"""A recompile is told once it ended (its seconds and reason known), or once it has run this
+long (a neuronx-cc recompile can take an hour: said while it runs)."""
 
 
 class CompileWatch:
@@ -34,6 +37,7 @@ class CompileWatch:
         self.last_step: dict[int, tuple[float, int]] = {}  # rank -> its latest (t, step)
         self.step_at: dict[tuple[int | None, float], int] = {}  # a compile -> the step before
         self._judged: tuple[int, int] = (-1, -1)
+        self._running = False  # a recompile was still running when last judged
         self._alerts: tuple[Raised | None, Raised | None] = (None, None)
 
     def steps(self, rank: int, attempt: int, times: list[float], steps: list[int]) -> None:
@@ -80,40 +84,47 @@ class CompileWatch:
     def alerts(self, now: float) -> tuple[Raised | None, Raised | None]:
         """(recompile, compile-mismatch) as they stand."""
         state = (len(self.records), len(self.first))
-        if state == self._judged:
+        if state == self._judged and not self._running:
             return self._alerts
         self._judged = state
         spans = compiles.compile_spans(sorted(self.records, key=lambda r: float(r["t"])))
         figures = compiles.compile_figures(spans, self.first)
-        self._alerts = (self._recompile(figures), self._mismatch(figures))
+        self._running = any(s.end is None for s in figures.recompile_spans)
+        self._alerts = (self._recompile(figures, now), self._mismatch(figures))
         return self._alerts
 
-    def _recompile(self, figures: compiles.CompileFigures) -> Raised | None:
-        late = figures.recompile_spans
+    def _recompile(self, figures: compiles.CompileFigures, now: float) -> Raised | None:
+        late = tuple(s for s in figures.recompile_spans
+                     if s.end is not None or now - s.start >= LONG_COMPILE_S)
         if not late:
             return None
         usd_per_hour = self._price()
-        evidence = [self._told(span, usd_per_hour) for span in late[-_SHOWN:]]
+        evidence = [self._told(span, usd_per_hour, now) for span in late[-_SHOWN:]]
         if len(late) > _SHOWN:
             evidence.insert(0, f"{len(late)} graphs compiled after the first step; the last "
                                f"{_SHOWN}:")
+        # Of the ended ones only: a title that changed each second would be written again
+        # each second (AlertRecorder writes a start again when its title changes).
         total = sum(s.seconds() or 0.0 for s in late)
+        running = sum(1 for s in late if s.end is None)
         cost = total * usd_per_hour / 3600 if usd_per_hour else None
         title = (f"recompilation: {len(late)} graph{'s' if len(late) != 1 else ''} compiled "
                  f"after the first step ({fmt.seconds(total)}"
-                 + (f", {fmt.usd(cost)}" if cost is not None else "") + ")")
+                 + (f", {fmt.usd(cost)}" if cost is not None else "")
+                 + (f"; {running} still compiling" if running else "") + ")")
         return Raised("warning", title, tuple(evidence),
                       "keep shapes static (pad the last batch, drop_last=True), mark a size "
                       "dynamic (torch._dynamo.mark_dynamic), avoid Python branches on tensor "
                       "values; on Neuron, check the compile cache")
 
-    def _told(self, span: compiles.CompileSpan, usd_per_hour: float | None) -> str:
+    def _told(self, span: compiles.CompileSpan, usd_per_hour: float | None, now: float) -> str:
         step = self.step_at.get((span.rank, span.start))
-        took = span.seconds()
+        took = span.seconds()  # (None: still running)
         bits = [f"rank {span.rank if span.rank is not None else '?'}"
                 + (f" after step {step}" if step is not None else ""),
                 f"{span.source} " + (f"recompiled {span.frame}" if span.frame else "compiled"),
-                "still compiling" if took is None else f"{fmt.seconds(took)}"
+                f"still compiling after {fmt.seconds(now - span.start)}" if took is None
+                else f"{fmt.seconds(took)}"
                 + (f" = {fmt.usd(took * usd_per_hour / 3600)} at {fmt.usd(usd_per_hour)}/h"
                    if usd_per_hour else "")]
         if span.reason:

@@ -323,6 +323,8 @@ class Supervisor:
         self._sweep()
         self._guarded("reading the probe files", self.stalls.read_probes)  # all, at its exit
         self._guarded("reading the job's logs", self.follower.poll, time.time(), True)
+        # A recompile (or a rank's extra graph) in the last second is judged before the end.
+        self._guarded("judging the compiles", self._watch_compiles, time.time())
         code = returncode if returncode is None or returncode >= 0 else None
         sig_name = signal.Signals(-returncode).name if returncode and returncode < 0 else None
         self.writer.write("proc_exit", t=self.ended_at, attempt=self.attempt,
@@ -461,6 +463,9 @@ class Supervisor:
         # A graceful stop silences ranks on purpose: no stall then.
         self.alerts.update("stalled", self.stalls.alert(now) if self.stopping is None else None,
                            now)
+        self._watch_compiles(now)
+
+    def _watch_compiles(self, now: float) -> None:
         recompiled, mismatched = self.stalls.compiles.alerts(now)
         self.alerts.update("recompile", recompiled, now)
         self.alerts.update("compile-mismatch", mismatched, now)

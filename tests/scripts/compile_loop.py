@@ -31,25 +31,23 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     data = TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
     loaders = {size: DataLoader(data, batch_size=size, drop_last=True) for size in (4, 8, 1)}
-    size = 4
-    step = 0
-    while step < args.steps:
-        if step == args.change_at:
-            size = 8  # the one shape change: a recompile (dynamic in the batch size after it)
-        if args.extra_recompile_rank == rank and step == args.steps - 5:
+    batches = {size: iter(loader) for size, loader in loaders.items()}
+    for step in range(1, args.steps + 1):
+        size = 4 if step <= args.change_at else 8  # one shape change: a recompile
+        if args.extra_recompile_rank == rank and step > args.steps - 5:
             # A batch of one: a size the dynamic graph does not cover (0 and 1 are
             # specialised), so this rank compiles once more than the others.
             size = 1
-        for x, y in loaders[size]:
-            loss = torch.nn.functional.mse_loss(forward(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            step += 1
-            if step % 10 == 0:
-                print(f"step {step} loss {loss.item():.4f}", flush=True)
-            if step >= args.steps or step == args.change_at:
-                break
+        x, y = next(batches[size], (None, None))
+        if x is None:  # that loader's epoch is over: the next one
+            batches[size] = iter(loaders[size])
+            x, y = next(batches[size])
+        loss = torch.nn.functional.mse_loss(forward(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 10 == 0:
+            print(f"step {step} loss {loss.item():.4f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -127,16 +127,18 @@ def test_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0].split()[:4] == ["SESSION", "STATE", "INSTANCE", "ACCELERATOR"]
+    # No neuron sample: FLOPS UTIL and EXEC ERRORS unknown.
     assert lines[1].split() == [
         "20260101-100000-trn1", "completed", "trn1.2xlarge", "1x", "Trainium", "2/2", "32", "4",
-        "10.1", "s", "100.0", "ms", "100.0", "ms", "320.0", "$1.34375", "857,302", "285,767",
-        "1.00x", "n/a", "n/a", "n/a"]  # no neuron sample: FLOPS UTIL and EXEC ERRORS unknown
+        "10.1", "s", "8.1", "s", "0", "$0.003023", "100.0", "ms", "100.0", "ms", "320.0",
+        "$1.34375", "857,302", "285,767", "1.00x", "n/a", "n/a", "n/a"]
     assert lines[2].split() == [
         "20260101-110000-inf2", "completed", "inf2.xlarge", "1x", "Inferentia2", "2/2", "32",
-        "2", "10.1", "s", "127.5", "ms", "127.5", "ms", "251.0", "$0.7582", "1,191,677",
-        "463,935", "1.39x", "n/a", "n/a", "n/a"]
+        "2", "10.1", "s", "8.1", "s", "0", "$0.001712", "127.5", "ms", "127.5", "ms", "251.0",
+        "$0.7582", "1,191,677", "463,935", "1.39x", "n/a", "n/a", "n/a"]
     assert lines[3].split() == [
         "20260101-120000-laptop", "completed", "n/a", "n/a", "2", "32", "n/a", "10.0", "s",
+        "8.0", "s", "0", "n/a",  # a compile line 2 s in, its end not printed: to the 1st step
         "50.0", "ms", "50.0", "ms", "640.0", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"]
     assert "against 20260101-100000-trn1" in out
 

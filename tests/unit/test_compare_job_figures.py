@@ -75,7 +75,7 @@ def one_table(job: compare.LoadedJob) -> compare.LoadedSession:
         path=job.path, meta=job.meta, steps=job.steps, compiles=job.compiles,
         phases=job.phases, probe_info=job.probe_info, samples_from=job.samples_from,
         problems=job.problems, state=job.state, last_seen=job.last_seen, alerts=job.alerts,
-        lost=job.lost, job=job.job, nodes=job.nodes)
+        lost=job.lost, job=job.job, nodes=job.nodes, compile_records=job.compile_records)
 
 
 def same(a: Any, b: Any) -> bool:
