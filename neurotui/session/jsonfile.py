@@ -55,8 +55,12 @@ def read_json_file(path: Path, max_bytes: int, *, max_depth: int = MAX_DEPTH) ->
         if info.st_size > max_bytes:
             raise JsonFileError(f"{info.st_size:,} bytes, over the {max_bytes:,} such a file "
                                 "may hold: not read")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(max_bytes + 1)
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
     finally:
         os.close(fd)
     if len(data) > max_bytes:  # it grew while being opened
