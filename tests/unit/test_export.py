@@ -199,3 +199,23 @@ def test_a_session_without_records_exports_an_empty_table(tmp_path: Path) -> Non
     for what in export.WHATS:
         df, problems = export.export_table(d, what)
         assert len(df) == 0 and "t" in df.columns and problems is None
+
+
+def test_nested_fields_are_exported_as_strict_json(session: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with open(session / layout.EVENTS, "a") as f:  # as older sessions hold it: a bare NaN
+        f.write(line(t=129.5, kind="warning", source="probe", message="odd",
+                     figures={"loss": math.nan, "rates": [1.0, math.inf]}))
+    out = tmp_path / "events.csv"
+    code, _, err = cli(session.parent, "vit", "--what", "events", "--out", str(out),
+                       capsys=capsys)
+    assert code == 0, err
+    cell = pd.read_csv(out)["figures"].dropna().tolist()
+    assert len(cell) == 1
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not strict JSON: {constant}")
+
+    assert json.loads(cell[0], parse_constant=refuse) == {
+        "loss": None, "rates": [1.0, None],
+        "nonfinite": {"loss": "nan", "rates.1": "inf"}}
