@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,47 @@ def _problem_counts(output: str) -> tuple[int, int]:
 
 def _not_strict(constant: str) -> None:
     raise AssertionError(f"not strict JSON: {constant}")
+
+
+# -- strict JSON from a real run -----------------------------------------------------------------
+NAN_LOSS_SCRIPT = """
+import time
+from neurotui import probe
+for step in range(1, 31):
+    time.sleep(0.02)
+    loss = float("nan") if step > 20 else 1.0 / step
+    probe.step(16, loss, phases={"data": float("inf") if step == 25 else 0.001})
+    print(f"step {step} loss {loss}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("steps_from", ["probe", "log"])
+def test_a_run_whose_loss_goes_nan_is_recorded_as_strict_json(tmp_path: Path,
+                                                               steps_from: str) -> None:
+    """Every file of the session parses with a strict parser; the NaN losses (the probe's, or
+    the log lines' with the probe off) are null and named; compare's JSON is strict too."""
+    script = tmp_path / "nan_loss.py"
+    script.write_text(NAN_LOSS_SCRIPT)
+    sessions = tmp_path / "sessions"
+    env = {"NEUROTUI_PROBE": "0"} if steps_from == "log" else {}
+    result = run_cli(sessions, "run", "--headless", "--name", "nan", "--",
+                     sys.executable, str(script), env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    session = next(sessions.iterdir())
+    files = [session / layout.META, session / layout.EVENTS,
+             *sorted((session / layout.PROBE_DIR).glob("*.jsonl"))]
+    steps = []
+    for path in files:
+        for text in path.read_text().splitlines() if path.suffix == ".jsonl" else \
+                [path.read_text()]:
+            record = json.loads(text, parse_constant=_not_strict)
+            if record.get("kind") == "step" and record.get("src") == steps_from:
+                steps.append(record)
+    assert [s["step"] for s in steps] == list(range(1, 31))
+    assert all(s["loss"] is None and s["nonfinite"]["loss"] == "nan" for s in steps[20:])
+    assert all(isinstance(s["loss"], float) and "nonfinite" not in s for s in steps[:20])
+    if steps_from == "probe":
+        assert steps[24]["nonfinite"] == {"loss": "nan", "phases.data": "inf"}
+    compared = run_cli(sessions, "compare", session.name, "--format", "json", timeout=60)
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout, parse_constant=_not_strict)[0]["session"] == session.name
