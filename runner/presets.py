@@ -46,8 +46,21 @@ PRESETS: dict[str, Preset] = {
         "--steps", "600", "--device", "xla", env={"PJRT_DEVICE": "CPU"}),
     "vit-b16-neuron-2core": _preset(
         "the study's run: ViT-B/16, 224px, batch 16 per NeuronCore, 2 cores (trn1.2xlarge, "
-        "inf2.xlarge, inf2.8xlarge), bf16", 2, "--model", "vit-b16", "--image-size", "224",
+        "inf2.xlarge, inf2.8xlarge) through the XLA torch-neuronx (Neuron 2.31 and "
+        "earlier), bf16", 2, "--model", "vit-b16", "--image-size", "224",
         "--batch-size", "16", "--workers", "4", "--steps", "500", "--device", "xla", "--bf16"),
+    "vit-tiny-cpu-compile": _preset(
+        "the tiny CPU run compiled with torch.compile (inductor), 2 ranks with gloo: the "
+        "compile shows before the first step, its seconds and cost in compare (~1-2 min on "
+        "2 cores, most of it compiling)",
+        2, "--model", "vit-tiny", "--image-size", "32", "--batch-size", "16", "--workers", "0",
+        "--steps", "100", "--device", "cpu", "--compile"),
+    "vit-b16-trn2-torchneuron": _preset(
+        "ViT-B/16, 224px, batch 16 per logical NeuronCore on a trn2.3xlarge (4 logical cores "
+        "at LNC=2) through TorchNeuron (Neuron 2.33+, device neuron), torch.compile with the "
+        "neuron backend, bf16", 4, "--model", "vit-b16", "--image-size", "224",
+        "--batch-size", "16", "--workers", "4", "--steps", "500", "--device", "neuron",
+        "--compile", "--bf16"),
     "vit-b16-gpu": _preset(
         "ViT-B/16, 224px, batch 16 on one GPU (nccl)", 1, "--model", "vit-b16",
         "--image-size", "224", "--batch-size", "16", "--workers", "4", "--steps", "500",

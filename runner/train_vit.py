@@ -3,9 +3,18 @@
 The toy model of the Trn1-vs-Inf2 study: ViT-B/16 on 3x224x224 random images, 1000 classes,
 Adam, cross-entropy, batch 16 per worker. Launch with `torchrun --nproc_per_node=N`.
 
-Device: XLA (NeuronCores through torch-neuronx, or the CPU with PJRT_DEVICE=CPU), else CUDA
-(nccl), else CPU (gloo). `--device auto` picks XLA only on a Neuron machine (torch_neuronx
-importable) or when PJRT_DEVICE is set, so a plain CPU box is not silently switched to XLA.
+Device (`--device auto|cpu|cuda|neuron|xla`):
+- `neuron`: TorchNeuron, the native PyTorch backend of Trainium (trn2, trn3; Neuron 2.33+):
+  device `neuron`, eager, DDP through the backend TorchNeuron registers for its device;
+- `xla`: the XLA-based torch-neuronx (trn1, inf2; Neuron 2.31 and earlier), or the CPU with
+  PJRT_DEVICE=CPU; `cuda` (nccl); `cpu` (gloo).
+`--device auto`: XLA when PJRT_DEVICE is set; else the accelerator torch.accelerator names
+(cuda, or neuron where TorchNeuron is installed); else XLA where only the XLA torch-neuronx
+is importable; else the CPU. A plain CPU box is never silently switched to XLA.
+
+`--compile` compiles the model with torch.compile: backend `neuron` on TorchNeuron, inductor
+elsewhere (the CPU, CUDA). The XLA path compiles its lazy graphs through neuronx-cc already and
+refuses it. neurotui's automatic probe records each compile and recompile.
 
 Honest step timing. Each step is timed from the previous completed step to the moment this
 step's results exist on the host:
@@ -134,7 +143,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=500)
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--device", choices=["auto", "xla", "cuda", "cpu"], default="auto")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda", "neuron", "xla"],
+                   default="auto", help="see the module docstring (default auto)")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (backend neuron on TorchNeuron, inductor "
+                        "elsewhere; not with --device xla)")
     p.add_argument("--bf16", action="store_true", help="bfloat16 (the study used XLA_USE_BF16=1)")
     p.add_argument("--fail-at-step", type=int, default=None,
                    help="exit with code 3 at this step on the rank given by --fail-rank (tests)")
@@ -147,13 +160,46 @@ def pick_device(choice: str) -> str:
         return choice
     if os.environ.get("PJRT_DEVICE"):
         return "xla"
+    found = _accelerator()
+    if found in ("cuda", "neuron"):
+        return found
     try:
-        import torch_neuronx  # noqa: F401
-
-        return "xla"
+        import torch_neuronx  # noqa: F401  (TorchNeuron registers `neuron` as it loads)
     except ImportError:
-        pass
-    return "cuda" if torch.cuda.is_available() else "cpu"
+        return "cpu"
+    # Loaded: TorchNeuron names its device now; the XLA library does not.
+    return "neuron" if _accelerator() == "neuron" else "xla"
+
+
+def _accelerator() -> str | None:
+    """The device type torch.accelerator names, where one is there to use (torch 2.6+;
+    before it, CUDA's availability). A CUDA build of torch on a box without a GPU names
+    `cuda` unless asked whether it is available."""
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "current_accelerator"):
+        if not accelerator.is_available():
+            return None
+        current = accelerator.current_accelerator()
+        return None if current is None else str(current.type)
+    return "cuda" if torch.cuda.is_available() else None
+
+
+def compile_backend(device_kind: str) -> str:
+    """torch.compile's backend for the device: TorchNeuron's own, inductor elsewhere."""
+    if device_kind == "xla":
+        raise ValueError("--compile is not for --device xla: the XLA path compiles its lazy "
+                         "graphs through neuronx-cc already; TorchNeuron (--device neuron) "
+                         "takes torch.compile")
+    return "neuron" if device_kind == "neuron" else "inductor"
+
+
+def dist_backend(device_kind: str) -> str:
+    """The process group's backend: the one registered for the device where torch says it
+    (TorchNeuron's for `neuron`), else nccl for CUDA and gloo for the CPU."""
+    default_for = getattr(dist, "get_default_backend_for_device", None)
+    if device_kind not in ("cpu", "cuda") and default_for is not None:
+        return str(default_for(device_kind))
+    return "nccl" if device_kind == "cuda" else "gloo"
 
 
 def build_model(args: argparse.Namespace) -> torch.nn.Module:
@@ -191,15 +237,19 @@ def maybe_fail(args: argparse.Namespace, rank: int, step: int) -> None:
 
 
 def train_eager(args: argparse.Namespace, device_kind: str) -> None:
-    backend = "nccl" if device_kind == "cuda" else "gloo"
-    dist.init_process_group(backend)
+    dist.init_process_group(dist_backend(device_kind))
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(f"cuda:{local_rank}" if device_kind == "cuda" else "cpu")
+    on_accelerator = device_kind in ("cuda", "neuron")
+    device = torch.device(f"{device_kind}:{local_rank}" if on_accelerator else "cpu")
     if device_kind == "cuda":
         torch.cuda.set_device(device)
+    elif on_accelerator:
+        torch.accelerator.set_device_index(local_rank)
     model = torch.nn.parallel.DistributedDataParallel(
-        build_model(args).to(device), device_ids=[local_rank] if device_kind == "cuda" else None)
+        build_model(args).to(device), device_ids=[local_rank] if on_accelerator else None)
+    if args.compile:
+        model = torch.compile(model, backend=compile_backend(device_kind))  # type: ignore[assignment]
     loader = make_loader(args, rank, world)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -276,11 +326,16 @@ def make_loader(args: argparse.Namespace, rank: int, world: int) -> DataLoader:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     device_kind = pick_device(args.device)
+    if args.compile:
+        try:
+            compile_backend(device_kind)  # refused before any rank builds a model
+        except ValueError as exc:
+            sys.exit(f"runner: {exc}")
     rank = int(os.environ.get("RANK", "0"))
     if rank == 0:
         print(f"runner: model={args.model} image={args.image_size} batch={args.batch_size} "
               f"workers={args.workers} steps={args.steps} device={device_kind} bf16={args.bf16}"
-              f" augment={args.augment}", flush=True)
+              f" augment={args.augment} compile={args.compile}", flush=True)
     torch.manual_seed(0)
     if device_kind == "xla":
         train_xla(args)

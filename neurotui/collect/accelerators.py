@@ -86,16 +86,25 @@ def neuron_ls_snapshot(exe: str, writer: EventWriter, now: float,
     """Which devices exist, which PIDs own which cores, and each device's CPU affinity and NUMA
     node: run once, and when ranks change.
 
-    Both forms are read and combined (`neuron_ls.combine_reports`, the JSON form first):
-    `--json-output` lists the processes, which the 2.29 default table does not; the table alone
-    prints `instance-type:`. A neuron-ls too old for `--json-output` is read from its table
-    alone; only when neither form can be read is the failure recorded."""
+    The JSON form and the table are read and combined (`neuron_ls.combine_reports`, the JSON
+    form first): the JSON lists the processes, which the 2.29 default table does not; the
+    table alone prints `instance-type:`. The JSON is asked for as Neuron 2.34 and later spell
+    it (`--output-format json`), then as before (`--json-output`, gone in 2.34); a flag the
+    tool refuses (or whose output is not JSON) falls through to the next, its reason kept in
+    `refused`. A neuron-ls that gives neither JSON is read from its table alone; only when
+    nothing can be read is the failure recorded."""
     reports: list[neuron_ls.NeuronLsReport] = []
     forms: list[str] = []
     failures: list[str] = []
-    for form, argv in (("json", [exe, "--json-output"]), ("table", [exe])):
+    refused: dict[str, str] = {}
+    attempts = (("json", [exe, "--output-format", "json"]), ("json", [exe, "--json-output"]),
+                ("table", [exe]))
+    for form, argv in attempts:
+        if form in forms:
+            continue  # the newer flag gave the JSON: the older one is not asked
         try:
-            report, failure = _run_neuron_ls(argv, timeout_s)
+            report, failure = _run_neuron_ls(argv, timeout_s, strict=argv[1:2] == [
+                "--output-format"])
         except subprocess.TimeoutExpired as exc:
             # A hung tool would hang again: the supervisor's poll waits for it only once.
             failures.append(f"neuron-ls failed: {exc}")
@@ -105,12 +114,15 @@ def neuron_ls_snapshot(exe: str, writer: EventWriter, now: float,
             forms.append(form)
         elif failure is not None:
             failures.append(failure)
+            if form == "json":
+                refused[" ".join(argv[1:])] = failure
     if not reports:
         writer.write("source_status", t=now, source="neuron-ls", ok=False,
                      message=failures[0] if failures else "neuron-ls printed nothing")
         return None
     report = neuron_ls.combine_reports(*reports)
-    writer.write("neuron_devices", t=now, **neuron_devices_event(report), forms=forms)
+    writer.write("neuron_devices", t=now, **neuron_devices_event(report), forms=forms,
+                 refused=refused)
     return report
 
 
@@ -133,20 +145,25 @@ def neuron_devices_event(report: neuron_ls.NeuronLsReport) -> dict[str, Any]:
     }
 
 
-def _run_neuron_ls(argv: list[str], timeout_s: float
+def _run_neuron_ls(argv: list[str], timeout_s: float, strict: bool = False
                    ) -> tuple[neuron_ls.NeuronLsReport | None, str | None]:
-    """One neuron-ls run: its report, or why there is none (a timeout is raised)."""
+    """One neuron-ls run: its report, or why there is none (a timeout is raised). `strict`
+    (a flag older versions do not know): a failed exit is a refusal, and only JSON is taken
+    (a tool that ignores the flag prints its table, read on its own turn)."""
     try:
         done = subprocess.run(argv, capture_output=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL)
     except OSError as exc:
         return None, f"neuron-ls failed: {exc}"
     text = done.stdout.decode("utf-8", errors="replace")
+    err = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    detail = f" ({err[-1][:200]})" if err else ""
+    if strict and done.returncode != 0:
+        return None, f"neuron-ls exited with {done.returncode}{detail}"
     try:
-        return neuron_ls.parse_neuron_ls(text), None
+        parse = neuron_ls.parse_neuron_ls_json if strict else neuron_ls.parse_neuron_ls
+        return parse(text), None
     except TelemetryParseError as exc:
-        err = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        detail = f" ({err[-1][:200]})" if err else ""
         return None, f"neuron-ls output not understood: {exc}{detail}"
 
 

@@ -398,7 +398,12 @@ _ELISION_RE = re.compile(r"^\s*(?:\.\.\.|…),?\s*$")
 
 
 def parse_neuron_ls_json(text: str) -> NeuronLsReport:
-    """Parse `neuron-ls --json-output` (`-j`).
+    """Parse `neuron-ls --json-output` (`-j`), or `--output-format json` (Neuron 2.34+).
+
+    The older form is an array of devices. The newer one adds top-level instance and
+    UltraServer fields (AWS's announcement); no capture of it is public yet, so an object is
+    read for what it names plainly: its list of devices (`neuron_devices` or `devices`, or its
+    only list of objects) and `instance_type` / `instance_id` where they are strings.
 
     A leading shell prompt line is skipped. Documentation examples replace devices with a
     bare `...` line; those lines are dropped, the remaining devices are returned and the report
@@ -434,6 +439,11 @@ def parse_neuron_ls_json(text: str) -> NeuronLsReport:
     if first_error is not None:
         raise first_error
 
+    instance_type = instance_id = None
+    if isinstance(data, dict):
+        instance_type = _top_level_text(data, "instance_type")
+        instance_id = _top_level_text(data, "instance_id")
+        data = _device_list(data)
     if not isinstance(data, list):
         raise TelemetryParseError(
             SOURCE, f"expected a JSON array of devices, got a {type(data).__name__}"
@@ -445,8 +455,24 @@ def parse_neuron_ls_json(text: str) -> NeuronLsReport:
         devices.append(device)
         if lnc is None:
             lnc = device_lnc
-    # The JSON form has no instance-type/instance-id lines.
-    return NeuronLsReport(None, None, tuple(devices), lnc, elided=elided)
+    # The older JSON form has no instance-type/instance-id lines.
+    return NeuronLsReport(instance_type, instance_id, tuple(devices), lnc, elided=elided)
+
+
+def _top_level_text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key, data.get(key.replace("_", "-")))
+    return value if isinstance(value, str) and value else None
+
+
+def _device_list(data: dict[str, Any]) -> object:
+    """An object form's devices: the list under `neuron_devices` or `devices`, or its only
+    list of objects; the object itself where none (refused by the caller, as before)."""
+    for key in ("neuron_devices", "devices"):
+        if isinstance(data.get(key), list):
+            return data[key]
+    lists = [v for v in data.values()
+             if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+    return lists[0] if len(lists) == 1 else data
 
 
 def _json_candidates(lines: list[str]) -> list[int]:

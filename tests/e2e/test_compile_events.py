@@ -22,10 +22,13 @@ pytestmark = pytest.mark.slow
 SCRIPT = str(REPO / "tests" / "scripts" / "compile_loop.py")
 
 
-def run(sessions: Path, tmp_path: Path, *command: str) -> tuple[Path, str]:
-    """`neurotui run --headless` (a line a second) of `command`: its session and output."""
+def run(sessions: Path, tmp_path: Path, *command: str, preset: str | None = None
+        ) -> tuple[Path, str]:
+    """`neurotui run --headless` (a line a second) of `command` (or of a preset): its session
+    and output."""
+    how = ("--preset", preset) if preset else ("--", *command)
     result = run_cli(sessions, "run", "--headless", "--interval", "1", "--price-per-hour",
-                     "3.60", "--", *command,
+                     "3.60", *how,
                      env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
                           "OMP_NUM_THREADS": "1"}, timeout=400)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -103,3 +106,19 @@ def test_a_script_without_torch_compile_records_no_compile(sessions: Path,
     row = compare_row(sessions, session)
     assert row["compile_s"] is None and row["recompiles"] == 0 and row["compile_usd"] is None
     assert "recompil" not in (row["alerts_by_key"] or "")
+
+
+def test_the_cpu_compile_preset_compiles_and_trains(sessions: Path, tmp_path: Path) -> None:
+    """runner/train_vit.py --compile (inductor) on 2 CPU ranks with DDP: ~80 s on 2 cores,
+    most of it compiling."""
+    session, out = run(sessions, tmp_path, preset="vit-tiny-cpu-compile")
+    assert "compiling: torch.compile" in out, out
+    records = compile_records(session)
+    assert {r["rank"] for r in records} == {0, 1}
+    assert any(r["function"] == "VisionTransformer.forward" for r in records
+               if r["what"] == "compile"), records
+    row = compare_row(sessions, session)
+    assert row["compile_s"] > 0 and row["recompiles"] == 0, row
+    assert row["compile_mismatch"] is False
+    assert row["first_step_compile_s"] == pytest.approx(row["compile_s"])
+    assert row["cores_used"] == 2
