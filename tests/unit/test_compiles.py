@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.headless import progress_line
+from neurotui.live.clock import FixedClock
+from neurotui.live.model import DashboardModel
 from neurotui.metrics.compiles import (
     NEURONX_CC,
     TORCH_COMPILE,
@@ -16,8 +19,12 @@ from neurotui.metrics.compiles import (
     compiling_now,
     first_steps,
 )
+from neurotui.session import layout
+from neurotui.session.reader import SessionReader
+from neurotui.session.timeline import Timeline
 from neurotui.supervisor.compiles import CompileWatch
 from neurotui.supervisor.stallwatch import _ProbeStep
+from tests.ui.sessions import RUNNING, T0, Recorder
 
 
 def torch_compile(t: float, what: str, rank: int = 0, cid: str = "0/0", **more: object) -> dict:
@@ -118,3 +125,48 @@ def test_the_supervisor_raises_the_recompile_alert_with_its_evidence(tmp_path: P
     assert told.startswith("rank 0 after step 31;")
     assert "forward (m.py:3)" in told and "2.00s" in told and "$0.0020 at $3.60/h" in told
     assert "expected 4, actual 8" in told
+
+
+def probe_records(session: Path, *records: dict) -> None:
+    """As the automatic probe writes them (probe/auto-rank-0.jsonl)."""
+    with open(session / layout.PROBE_DIR / "auto-rank-0.jsonl", "a") as f:
+        f.writelines(json.dumps(record) + "\n" for record in records)
+
+
+def test_the_live_view_and_replay_say_what_compiles(tmp_path: Path) -> None:
+    # Rank 0 compiles from T0+3 (its end not written yet): the live view at T0+15.
+    rec = Recorder(tmp_path, "compiling")
+    rec.event(T0, "proc_start", attempt=0, pid=1, pgid=1, argv=["python", "train.py"])
+    rec._events.flush()
+    probe_records(rec.dir, torch_compile(T0 + 3, "compile", function="forward", file="/m.py",
+                                         line=3))
+    live = DashboardModel(SessionReader(rec.dir), FixedClock(T0 + 15), status=lambda: RUNNING,
+                          throttle=False).refresh()
+    assert live.header.phase == "compiling" and live.header.step is None
+    assert live.header.compiling == "compiling: torch.compile, rank 0, 12 s so far"
+    assert " | compiling: torch.compile, rank 0, 12 s so far | no step yet" in \
+        progress_line(live)
+    # It ends at T0+20, steps follow; the supervisor's recompile alert at T0+60. Replayed.
+    probe_records(rec.dir, torch_compile(T0 + 20, "compiled", dur_s=17.0))
+    for i in range(1, 40):
+        rec.step(T0 + 20 + i, 0, i, 1.0)
+    rec.event(T0 + 60, "alert", key="recompile", state="start", severity="warning",
+              title="recompilation: 1 graph compiled after the first step (2.00s)",
+              evidence=["rank 0 after step 31; torch.compile recompiled forward (m.py:3)"],
+              advice=None)
+    timeline = Timeline(rec.close())
+    try:
+        view = timeline.view()
+        model = DashboardModel(view, FixedClock(T0 + 15), throttle=False,
+                               status=lambda: timeline.status_at(model.clock.now()))
+        for at, compiling in ((15.0, live.header.compiling), (30.0, None),
+                              (8.0, "compiling: torch.compile, rank 0, 5 s so far")):
+            view.seek(T0 + at)
+            model.clock = FixedClock(T0 + at)
+            assert model.refresh().header.compiling == compiling, at
+        view.seek(T0 + 61)
+        model.clock = FixedClock(T0 + 61)
+        alerts = {a.key: a for a in model.refresh().alerts}
+        assert "rank 0 after step 31" in alerts["recompile"].evidence[0]
+    finally:
+        timeline.close()
