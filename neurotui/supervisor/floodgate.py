@@ -35,9 +35,10 @@ DEFAULT_LOG_CAP = 1 << 30
 BEHIND_MAX = 32 << 20
 """A log the follower is more than this behind is skipped ahead to its last RESUME_BYTES:
 the spool then holds about this much of it plus a poll's worth (a second of output)."""
-FINAL_BEHIND_MAX = 8 << 20
-"""At the job's exit, what is left to read is skipped down to this: its end is recorded
-within a second of the exit, not after the follower worked through the rest."""
+FINAL_BEHIND_MAX = 16 << 20
+"""At the job's exit, what is left to read is skipped down to this: the run is said to be over
+within a second of its end (about 0.5 s of reading here), not after the follower worked
+through the rest; a job printing 10 MB/s is less than this behind between two polls."""
 RESUME_BYTES = 1 << 20
 """After a skip, this much of a log's end is read as usual, each line stamped as it was seen."""
 SCAN_BYTES = 8 << 20

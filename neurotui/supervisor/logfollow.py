@@ -25,6 +25,7 @@ import math
 import os
 import resource
 import struct
+import time
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
@@ -72,7 +73,11 @@ if TYPE_CHECKING:
 
     from neurotui.supervisor._looker import Looker, Taken
 
-_MAX_READ = 4 << 20  # per file per poll: a flood of output cannot stall the supervisor
+_MAX_READ = 4 << 20  # per file per read: a flood of output cannot stall the supervisor
+CATCH_UP_S = 0.5
+"""A poll reads on in a log that gives it _MAX_READ a read for at most this long (a second
+poll's reads were 8 MiB, and a job printing 10 MB/s was outrun); further behind, the log is
+skipped ahead (floodgate.py)."""
 POLL_S = 0.5
 """The supervisor polls the logs this often where inotify is off (every line is read and
 stamped at a poll then), or does not watch every log."""
@@ -587,6 +592,7 @@ class LogFollower:
     _held: dict[_Followed, list[tuple[str, float, bool, bool]]] = field(default_factory=dict)
     """Lines of a rank whose global rank is not known yet, with their stamps (see _take)."""
     _held_since: float | None = None
+    _catch_up_until: float = 0.0  # (time.monotonic) see CATCH_UP_S
 
     def __post_init__(self) -> None:
         if self.watch:
@@ -872,6 +878,7 @@ class LogFollower:
         # not stamped (the first second of its steps), and lines are taken in the order read.
         self._place_new_logs()
         self._shed_flood(now, final)
+        self._catch_up_until = time.monotonic() + CATCH_UP_S
         self.take_read()  # (with what the native looker's looks found)
         if self._looker is not None:
             # Each second, as a batch's wakeup would (none comes while the looker looks):
@@ -887,6 +894,8 @@ class LogFollower:
         finally:  # (what was read before a failure is recorded all the same)
             self._record_figures(figures)
         self.take_read()  # (a busy log read here, or to its end at the job's exit)
+        while self._deferred and self._catching_up():
+            self.take_read()  # logs whose looks saw more than _MAX_READ: read on
         if self._held:
             self._release_held(now, final)
         if final:
@@ -901,18 +910,19 @@ class LogFollower:
         """A poll's read of each log; the short way's lines of placed logs wait in
         `figures`, recorded before anything else is."""
         for followed in self._files.values():
-            # A poll reads at most _MAX_READ of a log (a flood cannot stall the supervisor);
-            # the last one, after the job's exit, reads each to its end.
+            # A poll reads _MAX_READ of a log at a time, for at most CATCH_UP_S (a flood
+            # cannot stall the supervisor); the last one, after the job's exit, reads each to
+            # its end.
             # A watched log is read as far as its looks saw (take_read, above); polled, all
             # it gained.
             if followed.placed:
                 followed.behind = self._read_placed(followed, now, final, figures)
-                while followed.behind and final:
+                while followed.behind and (final or self._catching_up()):
                     followed.behind = self._read_placed(followed, now, final, figures)
             elif final or not followed.watched or followed.behind:
                 self._record_figures(figures)  # those read before it first, in the order read
                 followed.behind = self._read(followed, now)
-                while followed.behind and final:
+                while followed.behind and (final or self._catching_up()):
                     followed.behind = self._read(followed, now)
             if followed.copy is not None:
                 followed.copy.flush(now)  # before `_mark` says how far the copy goes
@@ -921,6 +931,9 @@ class LogFollower:
                 lost, since, until, error = loss
                 self.writer.write("lost", t=now, what="log", file=followed.name, bytes=lost,
                                   **{"from": since, "to": until}, error=error)
+
+    def _catching_up(self) -> bool:
+        return time.monotonic() < self._catch_up_until
 
     def _poll_probed_logs(self) -> None:
         """The logs of ranks that report their steps through probe.step() are read at polls
@@ -1036,7 +1049,8 @@ class LogFollower:
         self._take_native_looks()  # (their looks stamp the lines kept from what is skipped)
         behind_max = flood.final_behind_max if final else flood.behind_max
         for followed in self._files.values():
-            if followed.fd is None:
+            # By what looks and reads saw (no system call a log a poll), then exactly.
+            if followed.fd is None or followed.seen - followed.offset <= behind_max // 4:
                 continue
             try:
                 status = os.fstat(followed.fd)

@@ -35,9 +35,10 @@ plus what comes between two polls (a second or two of 50 MB/s, on a loaded machi
 def _spool_bytes(folder: Path) -> int:
     """The RAM the spool's files hold (their allocated blocks: read parts are holes)."""
     held = 0
-    for path in folder.rglob("*"):
-        with contextlib.suppress(OSError):  # gone (the supervisor removes it at the end)
-            held += path.stat().st_blocks * 512
+    with contextlib.suppress(OSError):  # gone (the supervisor removes it at the end)
+        for path in folder.rglob("*"):
+            with contextlib.suppress(OSError):
+                held += path.stat().st_blocks * 512
     return held
 
 

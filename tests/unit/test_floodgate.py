@@ -3,6 +3,8 @@ lines, their stamps, the session's log cap in the spool's copies, and the exit c
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -10,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.session import layout
+from neurotui.session.meta import FORMAT_VERSION
+from neurotui.session.writer import EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser, StepValues
 from neurotui.supervisor import floodgate
 from neurotui.supervisor.floodgate import FloodGate, LogCap, interpolated_stamps, parse_size
+from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.spool import Copy
 from neurotui.supervisor.wakeups import ExitClock
 
@@ -103,3 +109,70 @@ def test_the_exit_clock_reads_the_time_the_process_ended() -> None:
     assert started + 0.3 < clock.at < started + 1.5
     clock.close()
     clock.close()  # (twice: nothing more)
+
+
+def _spooled_follower(tmp_path: Path, gate: FloodGate) -> tuple[Path, Path, EventWriter,
+                                                                  LogFollower]:
+    """A follower of a new session whose job writes into a spool folder (polled logs)."""
+    session, spool_dir = tmp_path / "s", tmp_path / "spool"
+    session.mkdir()
+    spool_dir.mkdir()
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    (spool_dir / layout.LAUNCHER_LOG_NAME).write_bytes(b"")
+    writer = EventWriter(session / layout.EVENTS)
+    follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=True,
+                           spool_dir=spool_dir, watch=False, flood=gate)
+    return session, spool_dir / layout.LAUNCHER_LOG_NAME, writer, follower
+
+
+def _steps(session: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in (session / layout.EVENTS).read_text()
+            .splitlines() if json.loads(line)["kind"] == "step"]
+
+
+def test_a_log_far_behind_is_skipped_ahead_keeping_its_step_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("neurotui.supervisor.logfollow.CATCH_UP_S", 0.0)  # a read a poll
+    gate = FloodGate(behind_max=2 << 20)
+    session, log, writer, follower = _spooled_follower(tmp_path, gate)
+    follower.poll(1.0)
+    step_lines = [b"step %d loss 0.5" % n for n in range(1, 61)]
+    with open(log, "ab") as f:  # 12 MB: a read of 4 MiB leaves four times the bound
+        for line in step_lines:
+            f.write(FILLER * 2600 + line + b"\n")
+    size = log.stat().st_size
+    follower.poll(2.0)  # reads 4 MiB, and sees how far the log goes
+    follower.poll(3.0)  # skips to its last MiB, taking the step lines on the way, reads it
+    writer.flush()
+    assert _steps(session) == list(range(1, 61))
+    # The part skipped is not in the session's copy, and its memory was given back.
+    copy = (session / layout.LAUNCHER_LOG).read_bytes()
+    skipped = gate.skipped["logs/launcher.log"]
+    assert size - skipped - (64 << 10) < len(copy) < size - skipped + (64 << 10)
+    assert re.search(rb"\[neurotui: [0-9.]+ MB of output dropped here: the supervisor fell "
+                     rb"behind the job's output \(a flood of it\); the (\d+) step and compile "
+                     rb"lines in it follow\]\n(step \d+ loss 0.5\n)+", copy)
+    assert all(line in copy for line in step_lines)
+    assert log.stat().st_blocks * 512 <= size - skipped + (1 << 20)
+    dropped = gate.dropped
+    assert dropped is not None and dropped["skipped_bytes"] == skipped > size - (6 << 20)
+    warnings = [json.loads(line) for line in (session / layout.EVENTS).read_text().splitlines()
+                if '"warning"' in line]
+    assert len(warnings) == 1 and "prints faster than the supervisor reads" in \
+        warnings[0]["message"]
+    follower.close()
+
+
+def test_a_poll_reads_on_past_one_read_for_a_while(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("neurotui.supervisor.logfollow._MAX_READ", 1 << 16)
+    session, log, writer, follower = _spooled_follower(tmp_path, FloodGate())
+    follower.poll(1.0)
+    with open(log, "ab") as f:  # 16 reads' worth, and no skipping: well within the bound
+        for n in range(1, 11):
+            f.write(FILLER * 1300 + b"step %d loss 0.5\n" % n)
+    follower.poll(2.0)
+    writer.flush()
+    assert _steps(session) == list(range(1, 11))
+    assert not follower.flood.skipped
+    follower.close()
