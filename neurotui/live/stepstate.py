@@ -21,6 +21,7 @@ from neurotui import metrics
 from neurotui.live.history import RunHistory
 from neurotui.metrics.breakdown import BreakdownTracker
 from neurotui.metrics.common import stacked_by_length
+from neurotui.metrics.compiles import TORCH_COMPILE, compile_spans
 from neurotui.metrics.ranks import last_compiles
 from neurotui.session.columns import Columns, distinct_ints
 from neurotui.session.reader import STEP_SOURCES
@@ -287,8 +288,14 @@ class StepState:
                 compiles: list[Mapping[str, Any]],
                 factor: float = metrics.DEFAULT_STALL_FACTOR,
                 min_silence_s: float = metrics.DEFAULT_MIN_STALL_S) -> dict[int, float]:
-        """metrics.stalled for the ranks of the latest attempt."""
+        """metrics.stalled for the ranks of the latest attempt. A rank inside a torch.compile
+        compile (its start recorded, its end not yet) is compiling, not stalled, however long
+        the compile takes."""
         compiled = last_compiles(((float(c["t"]), c.get("rank")) for c in compiles), now)
+        if any(c.get("src") == TORCH_COMPILE for c in compiles):
+            for span in compile_spans(c for c in compiles if c.get("src") == TORCH_COMPILE):
+                if span.start <= now and (span.end is None or span.end > now):
+                    compiled[span.rank] = now
         return metrics.stalled(now, {r: v.last_t for r, v in self.latest().items()},
                                {r: m for r, (m, _) in medians.items()}, compiled, factor,
                                min_silence_s)

@@ -38,6 +38,8 @@ class CompileWatch:
         self.step_at: dict[tuple[int | None, float], int] = {}  # a compile -> the step before
         self._judged: tuple[int, int] = (-1, -1)
         self._running = False  # a recompile was still running when last judged
+        self.compiling: dict[int | None, int] = {}
+        """Rank -> its torch.compile compiles begun and not ended (the stall watch waits)."""
         self._alerts: tuple[Raised | None, Raised | None] = (None, None)
 
     def steps(self, rank: int, attempt: int, times: list[float], steps: list[int]) -> None:
@@ -71,6 +73,10 @@ class CompileWatch:
         self._add({"t": t, "kind": "compile", "rank": rank, "what": what}, [])
 
     def _add(self, record: dict[str, Any], steps: list[Any]) -> None:
+        if record.get("src") == compiles.TORCH_COMPILE:
+            rank, what = record.get("rank"), record.get("what")
+            running = self.compiling.get(rank, 0) + (what == "compile") - (what != "compile")
+            self.compiling[rank] = max(0, running)
         if record.get("what") == "compile":
             rank, t = record.get("rank"), float(record["t"])
             before = [s.step for s in steps if s.rank == rank and s.t <= t]

@@ -230,10 +230,11 @@ class StallWatch:
                 best[rank] = (order, track)
         compiled = self._compiled_at
         any_rank = compiled.get(None, -math.inf)
+        compiling = self.compiles.compiling
         out = {}
         for rank, (_, track) in best.items():
-            if not track.times:
-                continue
+            if not track.times or compiling.get(rank):
+                continue  # (a rank inside a torch.compile compile is compiling, not stalled)
             seen = track.last_t  # the last sign of life: a step, or a compile
             compiled_at = compiled.get(rank, seen)
             if compiled_at > seen:

@@ -23,7 +23,7 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.timeline import Timeline
 from neurotui.supervisor.compiles import CompileWatch
-from neurotui.supervisor.stallwatch import _ProbeStep
+from neurotui.supervisor.stallwatch import StallWatch, _ProbeStep
 from tests.ui.sessions import RUNNING, T0, Recorder
 
 
@@ -129,6 +129,7 @@ def test_the_supervisor_raises_the_recompile_alert_with_its_evidence(tmp_path: P
 
 def probe_records(session: Path, *records: dict) -> None:
     """As the automatic probe writes them (probe/auto-rank-0.jsonl)."""
+    (session / layout.PROBE_DIR).mkdir(exist_ok=True)
     with open(session / layout.PROBE_DIR / "auto-rank-0.jsonl", "a") as f:
         f.writelines(json.dumps(record) + "\n" for record in records)
 
@@ -170,3 +171,28 @@ def test_the_live_view_and_replay_say_what_compiles(tmp_path: Path) -> None:
         assert "rank 0 after step 31" in alerts["recompile"].evidence[0]
     finally:
         timeline.close()
+
+
+def test_a_rank_inside_a_long_compile_is_not_stalled(tmp_path: Path) -> None:
+    # The supervisor's watch: rank 0 steps 30 times 0.5 s apart, then recompiles for minutes.
+    probe_records(tmp_path, *({"t": 100.0 + i * 0.5, "kind": "step", "rank": 0, "step": i,
+                               "samples": 4, "dt": 0.5, "src": "auto", "attempt": 0}
+                              for i in range(1, 31)),
+                  torch_compile(115.2, "compile", cid="0/1", recompile=True))
+    watch = StallWatch(tmp_path)
+    watch.read_probes()
+    assert watch.stalled(115.0 + 300) == {}
+    probe_records(tmp_path, torch_compile(415.0, "compiled", cid="0/1"))
+    watch.read_probes()
+    assert set(watch.stalled(415.0 + 11)) == {0}  # ended, and no step since: stalled again
+    # The dashboard's rule, from the same records in the session.
+    records = [torch_compile(115.2, "compile", cid="0/1", recompile=True)]
+    rec = Recorder(tmp_path, "long-compile")
+    for i in range(1, 31):
+        rec.step(T0 + i * 0.5, 0, i, 0.5)
+    rec.close()
+    probe_records(rec.dir, {**records[0], "t": T0 + 15.2})
+    state = DashboardModel(SessionReader(rec.dir), FixedClock(T0 + 315), status=lambda: RUNNING,
+                           throttle=False).refresh()
+    assert state.header.compiling == "compiling: torch.compile, rank 0, 300 s so far"
+    assert not any(a.key == "stalled" for a in state.alerts)
