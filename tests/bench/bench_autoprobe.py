@@ -21,10 +21,15 @@ pairs (ABBA) and takes medians over the workers: overhead = median(armed) - medi
 the paired differences are printed beside it as a noise gauge. Session files go to a temporary
 folder (the probe writes its steps there at least every 50 ms and at exit).
 
+`--dynamo`: every worker imports torch._dynamo first (as torch.compile does), so the armed
+ones run with the probe's compile hooks armed too (checked); those hooks run only while Dynamo
+compiles, so the figures must stay those of a run without it.
+
 Pass: per-step overhead of a batch + an optimizer step at most 10 us.
 
     .venv/bin/python tests/bench/bench_autoprobe.py            # 5 pairs, ~2.5 minutes on 2 cores
     .venv/bin/python tests/bench/bench_autoprobe.py --pairs 3  # quick look
+    .venv/bin/python tests/bench/bench_autoprobe.py --dynamo   # compile hooks armed too
 """
 
 from __future__ import annotations
@@ -49,9 +54,12 @@ FIGURES = ("opt_step", "batch", "train_step")
 
 
 # -- the worker: a fresh interpreter, probe armed or not by its environment ---------------------
-def worker(rounds: int, opt_chunk: int) -> None:
+def worker(rounds: int, opt_chunk: int, dynamo: bool = False) -> None:
     t_start = time.perf_counter()
     import torch  # the probe (when armed) hooks torch here, as in a job
+
+    if dynamo:
+        import torch._dynamo  # (the probe arms its compile hooks here)
     import torch.nn.functional as F
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -124,6 +132,7 @@ def worker(rounds: int, opt_chunk: int) -> None:
     result["probe_armed"] = state is not None
     result["probe_on"] = bool(state is not None and state.on)
     result["probe_steps"] = state.step if state is not None else 0
+    result["compile_hooks"] = getattr(state, "compiles", None) is not None
     result["steps_taken"] = steps_taken
     print(json.dumps(result), flush=True)
 
@@ -138,7 +147,8 @@ def run_worker(armed: bool, session: Path, args: argparse.Namespace) -> dict:
     for var in ("RANK", "LOCAL_RANK", "NEUROTUI_ATTEMPT"):
         env.pop(var, None)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--rounds",
-           str(args.rounds), "--opt-chunk", str(args.opt_chunk)]
+           str(args.rounds), "--opt-chunk", str(args.opt_chunk),
+           *(["--dynamo"] if args.dynamo else [])]
     # Its stdout and stderr are files, as a job's are under neurotui (torchrun's logs, the
     # spool): the probe then also notes where each stood at every step (its `out`, `err`).
     logs = session / "logs"
@@ -149,6 +159,8 @@ def run_worker(armed: bool, session: Path, args: argparse.Namespace) -> dict:
         raise RuntimeError(f"worker failed: {(logs / 'stderr.log').read_text()[-2000:]}")
     result = json.loads((logs / "stdout.log").read_text().strip().splitlines()[-1])
     check(result, armed, session)
+    if armed and args.dynamo and not result["compile_hooks"]:
+        sys.exit("armed worker: torch._dynamo imported, but the compile hooks are not armed")
     return result
 
 
@@ -183,10 +195,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=50,
                         help="timed rounds in each worker (one chunk of each figure a round)")
     parser.add_argument("--opt-chunk", type=int, default=500, help="optimizer steps a chunk")
+    parser.add_argument("--dynamo", action="store_true",
+                        help="import torch._dynamo in every worker: the compile hooks armed")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.rounds, args.opt_chunk)
+        worker(args.rounds, args.opt_chunk, args.dynamo)
         return
 
     runs: dict[bool, list[dict]] = {True: [], False: []}
