@@ -24,6 +24,7 @@ from neurotui.session.reader import SessionReader
 from neurotui.session.timeline import Timeline
 from neurotui.supervisor.compiles import CompileWatch
 from neurotui.supervisor.stallwatch import StallWatch, _ProbeStep
+from tests.ui.conftest import make_app, screen_text, settle
 from tests.ui.sessions import RUNNING, T0, Recorder
 
 
@@ -196,3 +197,17 @@ def test_a_rank_inside_a_long_compile_is_not_stalled(tmp_path: Path) -> None:
                            throttle=False).refresh()
     assert state.header.compiling == "compiling: torch.compile, rank 0, 300 s so far"
     assert not any(a.key == "stalled" for a in state.alerts)
+
+
+async def test_the_dashboard_header_says_what_compiles(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, "compiling-dashboard")
+    rec.event(T0, "proc_start", attempt=0, pid=1, pgid=1, argv=["python", "train.py"])
+    session = rec.close()
+    probe_records(session, torch_compile(T0 + 3, "compile", function="forward", file="/m.py",
+                                         line=3))
+    app = make_app(session, at=15.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        header = "\n".join(screen_text(app).splitlines()[:2])
+    assert "compiling: torch.compile, rank 0, 12 s so far" in header, header
+    assert "no step yet" not in header

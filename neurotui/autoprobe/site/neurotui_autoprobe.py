@@ -78,6 +78,8 @@ def arm() -> None:
     _state = _Probe(os.environ[SESSION_ENV])
     if "torch" in sys.modules:  # imported before us (unusual): hook it now
         _state.on_import("torch", sys.modules["torch"])
+    if "torch._dynamo" in sys.modules:
+        _state.on_import("torch._dynamo", sys.modules["torch._dynamo"])
     sys.meta_path.insert(0, _ImportWatcher(_state))
 
 
