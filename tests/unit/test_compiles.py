@@ -211,3 +211,30 @@ async def test_the_dashboard_header_says_what_compiles(tmp_path: Path) -> None:
         header = "\n".join(screen_text(app).splitlines()[:2])
     assert "compiling: torch.compile, rank 0, 12 s so far" in header, header
     assert "no step yet" not in header
+
+
+def test_a_torch_without_compile_callbacks_is_said_once_at_the_first_step(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a torch before torch._dynamo.callback: the probe's steps go on, and the session
+    says once why no compile is recorded (the real torch, that one attribute taken away)."""
+    import torch
+    import torch._dynamo
+
+    from neurotui.autoprobe.site import neurotui_autoprobe as site
+
+    monkeypatch.delattr(torch._dynamo, "callback")
+    monkeypatch.setenv("RANK", "0")
+    probe = site._Probe(str(tmp_path))
+    probe.on_import("torch._dynamo", torch._dynamo)
+    assert probe.compiles is not None and probe.on
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        probe.on_step(optimizer, (), {})
+    probe.write_pending()
+    written = [json.loads(line) for line in
+               (tmp_path / layout.PROBE_DIR / "auto-rank-0.jsonl").read_text().splitlines()]
+    notes = [r for r in written if r["kind"] == "probe_info" and r["what"] == "compile_hooks"]
+    assert len(notes) == 1
+    assert notes[0]["message"].startswith("compile hooks unavailable: no torch._dynamo.callback")
+    assert sum(r["kind"] == "step" for r in written) == 3

@@ -437,6 +437,8 @@ class _Probe:
                        + (f" ({device} runs the step asynchronously: the times are host-side, "
                           "and their steady rate is the training's rate)" if asynchronous
                           else "")))
+        if self.compiles is not None:
+            self.compiles.tell_missing()
 
     def _info(self, now: float, what: str, **fields: Any) -> None:
         self.record(now, "probe_info", what=what, **fields)
@@ -494,7 +496,10 @@ class _Compiles:
             self.handler = dynamo.callback.callback_handler
             self._register()
         except Exception as exc:
-            self._unavailable(f"compile hooks unavailable: no torch._dynamo.callback ({exc})")
+            # Said at this rank's first step (a process that never steps, the launcher or a
+            # compile worker, writes nothing).
+            self.missing.append(f"compile hooks unavailable: no torch._dynamo.callback "
+                                f"({exc!r}); compiles are not recorded")
             return
         reset = getattr(dynamo, "reset", None)
         if reset is not None:  # reset() clears every callback: ours come back after it
@@ -533,18 +538,20 @@ class _Compiles:
         if self.on_end not in self.handler.end_callbacks:
             self.handler.register_end_callback(self.on_end)
 
-    def _unavailable(self, message: str) -> None:
-        with contextlib.suppress(Exception):
-            self.probe.record(time.time(), "probe_info", what="compile_hooks", message=message)
+    def tell_missing(self) -> None:
+        """Say once, in the session, which of the hooks this torch lacks."""
+        if self.missing:
+            message, self.missing = "; ".join(self.missing), []
+            with contextlib.suppress(Exception):
+                self.probe.record(time.time(), "probe_info", what="compile_hooks",
+                                  message=message)
 
     def on_start(self, args: Any) -> None:
         if not self.probe.on:
             return
         try:
+            self.tell_missing()
             now = time.time()
-            if self.missing:
-                self._unavailable("; ".join(self.missing))
-                self.missing = []
             trigger, compile_id = self._ids(args)
             self.started[(trigger, compile_id)] = now
             recompile = trigger == "dynamo" and _compile_number(compile_id) > 0
