@@ -392,3 +392,27 @@ def test_read_looked_is_safe_from_looks_changed_as_it_reads(tmp_path: Path) -> N
         print(read_looked(fd, 0, 100, looks))
     """)
     assert out.strip() == "(b'one\\ntwo\\n', [1.0, 2.0], 0)"
+
+
+def test_set_logs_is_safe_from_logs_changed_as_it_reads(tmp_path: Path) -> None:
+    """A descriptor's int may be Python code (__index__) that empties the caller's list: the
+    list was read again after it, past its end."""
+    out = _isolated(f"""
+        logs = []
+        fd = os.open({str(tmp_path / "a.log")!r}, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        class Fd:
+            def __index__(self):
+                logs.clear()
+                return fd
+        logs += [(Fd(), 0, 0.0), (Fd(), 0, 0.0), (Fd(), 0, 0.0)]
+        looker = Looker()
+        print(looker.set_logs(logs))
+        looker.set_interval(0.001)
+        os.write(fd, b"step 1\\n")
+        target = looker.passes + 2  # (a pass begun before the write, and one after it)
+        while looker.passes < target:
+            time.sleep(0.001)
+        print(sorted(entry[0] for entry in looker.take()))
+        looker.close()
+    """)
+    assert out.split("\n")[:2] == ["[]", "[0, 1, 2]"]
