@@ -1,15 +1,18 @@
 """A flood of output is shed on purpose, never by falling behind.
 
-A job printing 50 MB/s outran the log follower (it handles about 20 MB/s of 100-byte lines on
-the dev VM: each line is decoded, kept in a tail and parsed): the spool in RAM grew to 600 MB,
-every step line came seconds late (a false stall alert for most of the run), and the session
-kept every byte. So:
+A job printing 50 MB/s outran the log follower (it handles 10 to 20 MB/s of 100-byte lines on
+the dev VM, at a third to a half of a core: each line is decoded, kept in a tail and parsed):
+the spool in RAM grew to 600 MB, every step line came seconds late (a false stall alert for
+most of the run), and the session kept every byte. So:
 
 - a log more than `behind_max` behind is skipped ahead: the skipped bytes are not copied into
   the session and their spool memory is given back, but they are scanned first for the lines
   a step or compile line needs one of the words of (the parser's own screen, `_PREFILTER`;
   each user pattern searched for itself), and those lines are taken as if read (stamped by
-  where they stood between the looks at the log); the log says what was skipped, there;
+  where they stood between the looks at the log); the log says what was skipped, there.
+  While the flood lasts (the log was skipped at the last poll) it is skipped again once
+  `flooding_behind_max` behind, and a poll does not read on past a read a take: following a
+  flood costs a core, skipping it a fraction of one (tests/bench/bench_flood.py);
 - the session's copies of the logs together keep at most `cap` bytes (`neurotui run
   --log-cap`); past it their output is dropped, and the log says so where it was cut and, at
   the end, how much.
@@ -39,6 +42,9 @@ FINAL_BEHIND_MAX = 16 << 20
 """At the job's exit, what is left to read is skipped down to this: the run is said to be over
 within a second of its end (about 0.5 s of reading here), not after the follower worked
 through the rest; a job printing 10 MB/s is less than this behind between two polls."""
+FLOODING_BEHIND_MAX = 2 << 20
+"""A log skipped ahead at the last poll is skipped again once this much behind: following a
+flood costs a core (about 36 MB/s of 100-byte lines here), skipping it a twentieth of that."""
 RESUME_BYTES = 1 << 20
 """After a skip, this much of a log's end is read as usual, each line stamped as it was seen."""
 SCAN_BYTES = 8 << 20
@@ -118,6 +124,7 @@ class FloodGate:
     cap: LogCap = field(default_factory=lambda: LogCap(DEFAULT_LOG_CAP))
     behind_max: int = BEHIND_MAX
     final_behind_max: int = FINAL_BEHIND_MAX
+    flooding_behind_max: int = FLOODING_BEHIND_MAX
     step_patterns: tuple[str, ...] = ()
     """The user's --step-pattern regexes: each searched for in skipped bytes itself."""
     skipped: dict[str, int] = field(default_factory=dict)

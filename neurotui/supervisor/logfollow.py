@@ -271,6 +271,9 @@ class _Followed:
     """Its lines are placed by the probe's steps (_read_placed), read at polls."""
     held: list[tuple[int, float]] = field(default_factory=list)
     """Placed, read but not yet taken: each read's end, and when it was read."""
+    flooding: bool = False
+    """Skipped ahead at its last look for a flood, and not caught up since: skipped again as
+    soon as it is FloodGate.flooding_behind_max behind (reading a flood costs a core)."""
     flood_mark: tuple[int, float] | None = None
     """Its size at the last look for a flood (_shed_flood), and when: where the lines kept
     from bytes skipped later stood in time."""
@@ -878,7 +881,9 @@ class LogFollower:
         # not stamped (the first second of its steps), and lines are taken in the order read.
         self._place_new_logs()
         self._shed_flood(now, final)
-        self._catch_up_until = time.monotonic() + CATCH_UP_S
+        # No reading on while a log floods: it is skipped again at the next poll anyway.
+        flooding = any(followed.flooding for followed in self._files.values())
+        self._catch_up_until = time.monotonic() + (0.0 if flooding else CATCH_UP_S)
         self.take_read()  # (with what the native looker's looks found)
         if self._looker is not None:
             # Each second, as a batch's wakeup would (none comes while the looker looks):
@@ -1047,16 +1052,19 @@ class LogFollower:
                 "says where it was cut, and at the end how much; meta.json's log_dropped "
                 "counts it); its step and compile lines are still recorded"))
         self._take_native_looks()  # (their looks stamp the lines kept from what is skipped)
-        behind_max = flood.final_behind_max if final else flood.behind_max
         for followed in self._files.values():
+            behind_max = flood.flooding_behind_max if followed.flooding else \
+                flood.final_behind_max if final else flood.behind_max
             # By what looks and reads saw (no system call a log a poll), then exactly.
             if followed.fd is None or followed.seen - followed.offset <= behind_max // 4:
+                followed.flooding = False
                 continue
             try:
                 status = os.fstat(followed.fd)
             except OSError:
                 continue
-            if status.st_size - followed.offset > behind_max:
+            followed.flooding = status.st_size - followed.offset > behind_max
+            if followed.flooding:
                 self._skip_ahead(followed, status.st_size, status.st_mtime_ns, now)
             followed.flood_mark = (status.st_size, now)
 
@@ -1110,11 +1118,12 @@ class LogFollower:
             followed.copy.add(b"\n" * bool(pending) + skip_line(dropped, len(kept)), now)
             followed.copy.write(b"".join(line + b"\n" for line in kept), now)  # (capped)
         followed.offset = target
-        followed.behind = True  # what is left is read at this poll, as usual
         followed.seen = max(followed.seen, target)
         followed.looks = [look for look in followed.looks if look[0] > target]
-        if not followed.looks and followed in self._deferred:
-            self._deferred.remove(followed)
+        if not followed.looks:  # what is left is read at this poll, as usual
+            followed.behind = True
+            if followed in self._deferred:
+                self._deferred.remove(followed)
         followed.held.clear()
         offsets = self.stalls.offsets if self.stalls is not None else None
         if offsets is not None and followed.ident is not None and followed.ident in offsets:
@@ -1129,9 +1138,10 @@ class LogFollower:
             self.writer.write("warning", t=now, source="logs", message=(
                 f"{followed.name}: the job prints faster than the supervisor reads (a flood "
                 f"of output): {size_text(skipped)} of it skipped, its {len(kept)} step and "
-                f"compile lines kept; each time the supervisor is more than "
-                f"{size_text(flood.behind_max)} behind it skips ahead again, and says so in "
-                "the log (meta.json's log_dropped counts it all)"))
+                f"compile lines kept; it skips ahead whenever it is more than "
+                f"{size_text(flood.behind_max)} behind ({size_text(flood.flooding_behind_max)} "
+                "while the flood lasts), and says so in the log (meta.json's log_dropped "
+                "counts it all)"))
         flood.skipped[followed.name] += skipped
         flood.skips += 1
         flood.kept_lines += len(kept)
