@@ -14,8 +14,7 @@ import pytest
 
 from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
-from neurotui.sources import steplog
-from neurotui.sources.steplog import StepLineParser
+from neurotui.sources.steplog import StepLineParser, shapes
 from neurotui.supervisor import logfollow
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
@@ -59,14 +58,14 @@ def test_figures_are_the_records_figures_on_every_capture() -> None:
 @pytest.fixture
 def shapes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of lines of each shape's read a column at a time (_read_columns), as read."""
-    read_columns = steplog._ShapeMemo._read_columns
+    read_columns = shapes._ShapeMemo._read_columns
     read: list[int] = []
 
     def counted(memo: object, shape: bytes, group: list[str]) -> object:
         read.append(len(group))
         return read_columns(memo, shape, group)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(steplog._ShapeMemo, "_read_columns", counted)
+    monkeypatch.setattr(shapes._ShapeMemo, "_read_columns", counted)
     return read
 
 

@@ -17,18 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurotui.sources.steplog import (
-    _PREFILTER,
     COMPILE_KINDS,
     MAX_LINE_CHARS,
     CompileLine,
     LogReport,
     StepLine,
     StepLineParser,
-    _maybe_step,
     classify_compile,
     explain,
     strip_rank_prefix,
 )
+from neurotui.sources.steplog.rules import _PREFILTER, _maybe_step
 from tests.captures import TELEMETRY_CAPTURES
 
 FIXTURES = TELEMETRY_CAPTURES

@@ -33,19 +33,17 @@ from pathlib import Path
 
 import pytest
 
-from neurotui.sources import steplog as steplog_module
 from neurotui.sources.steplog import (
-    _DEFAULT_RULES,
-    _RULE_WORDS,
     MAX_LINE_CHARS,
     LogReport,
     StepLine,
     StepLineParser,
-    _may_compile,
-    _maybe_step,
     explain,
     strip_rank_prefix,
 )
+from neurotui.sources.steplog import parser as parser_module
+from neurotui.sources.steplog.compile_lines import _may_compile
+from neurotui.sources.steplog.rules import _DEFAULT_RULES, _RULE_WORDS, _maybe_step
 from tests.captures import STEPLOG_CAPTURES, TELEMETRY_CAPTURES
 
 CAPTURES = STEPLOG_CAPTURES
@@ -575,8 +573,8 @@ def test_a_batch_of_learnt_lines_skips_the_batch_screens_and_a_mixed_one_reads_a
     def no_screen(*_: object) -> None:
         raise AssertionError("a batch of learnt lines was screened")
 
-    monkeypatch.setattr(steplog_module, "_default_rules_for", no_screen)
-    monkeypatch.setattr(steplog_module, "_may_compile", no_screen)
+    monkeypatch.setattr(parser_module, "_default_rules_for", no_screen)
+    monkeypatch.setattr(parser_module, "_may_compile", no_screen)
     learnt = [f"step {n} loss 3.{n}456 lr 0.001" for n in range(200, 210)]
     records = parser.parse_values_many(learnt)
     assert [(r.step, r.loss) for r in records] == [(n, float(f"3.{n}456"))  # type: ignore[union-attr]
