@@ -16,7 +16,7 @@ STARTED_LINE = "neurotui exporter: serving "
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("Prometheus (see the README's Prometheus section)")
+    group = parser.add_argument_group("Prometheus (see docs/prometheus.md)")
     group.add_argument("--metrics-port", type=port_number, metavar="PORT",
                        help="serve the live figures in Prometheus's format on "
                             "http://HOST:PORT/metrics while the run goes on")
