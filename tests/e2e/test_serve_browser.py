@@ -3,7 +3,7 @@ Debian's Chromium (headless) opening the page. The figures the page shows are re
 page's own terminal and checked against the session's records; the stop key is refused when
 served read-only and stops training with --allow-control; a screenshot is taken.
 
-NEUROTUI_SAVE_SCREENSHOTS=1 also writes the screenshot the README shows
+NEUROTUI_SAVE_SCREENSHOTS=1 also writes the screenshot docs/serve.md shows
 (tests/e2e/__screenshots__/serve_dashboard.png).
 """
 
@@ -101,7 +101,7 @@ async def test_the_dashboard_of_a_running_session_in_a_real_browser(sessions: Pa
             await page.open(url, WIDTH, HEIGHT)
 
             # Live: the session's header, its phase, steps and throughput, as they come (for
-            # the README's picture, 45 s in: its charts then have some history).
+            # docs/serve.md's picture, 45 s in: its charts then have some history).
             steady_s = 45 if SAVE else 1
             live = await page.wait_text(
                 lambda s: session.name in s and steady_for(s) >= steady_s and shown_step(s) > 0
