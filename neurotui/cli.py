@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from neurotui import __version__, compare_command, export, fmt, patterns, serve
+from neurotui import __version__, export, fmt, patterns, serve
+from neurotui.compare import command as compare_command
 from neurotui.exporter.options import add_options as add_metrics_options
 from neurotui.exporter.options import metrics_config
 from neurotui.session import layout

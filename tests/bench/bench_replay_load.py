@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from neurotui import compare  # noqa: E402
+from neurotui.compare.render import render  # noqa: E402
 from neurotui.session import cache  # noqa: E402
 from neurotui.session.reader import SessionReader  # noqa: E402
 
@@ -219,7 +220,7 @@ def compare_in_a_new_process(root: Path, name: str) -> float:
 def measure_compare(session: Path, repeats: int) -> tuple[bool, str]:
     """Full compare in this process and as a new process (medians): (targets met, table)."""
     median, best, table = timed(
-        lambda: compare.render(compare.compare_rows([session])), repeats)
+        lambda: render(compare.compare_rows([session])), repeats)
     print(f"{'full compare, in process (load, figures, table)':52}{median:8.2f} s  "
           f"(best {best:.2f}; target < {COMPARE_TARGET_S:.0f} s)")
     fresh, fresh_best, _ = timed(

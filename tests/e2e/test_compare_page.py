@@ -122,7 +122,7 @@ def test_svg_alone_is_one_standalone_document(tmp_path: Path) -> None:
 def test_names_and_notes_are_text_never_markup() -> None:
     import pandas as pd
 
-    from neurotui.compare_page import render_page
+    from neurotui.compare.page import render_page
 
     hostile = '<script>alert(1)</script><img src="http://x/y.png">'
     rows = [{"session": hostile, "phases_s": {}, "samples_per_s": 10.0,

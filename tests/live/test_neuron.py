@@ -12,6 +12,7 @@ import pytest
 
 from neurotui import compare
 from neurotui.cli import PEAK_DTYPES
+from neurotui.compare.render import render
 from neurotui.headless import progress_line
 from neurotui.live.clock import FixedClock
 from neurotui.live.model import TELEMETRY_HISTORY, DashboardModel, DashboardState
@@ -169,13 +170,13 @@ def test_compare_figures_over_the_whole_run(tmp_path: Path) -> None:
     assert rows[1]["flops_note"] == "neuron-monitor reported no FLOPs"
     assert rows[1]["exec_errors"] == 30 * TRN1_GENERIC_ERRORS
     assert rows[1]["exec_errors_by_type"] == f"generic {30 * TRN1_GENERIC_ERRORS:,}"
-    table = compare.render(rows, "table")
+    table = render(rows, "table")
     header = table.splitlines()[0]
     assert "FLOPS UTIL" in header and "EXEC ERRORS" in header
     assert f"{30 * TRN1_GENERIC_ERRORS:,}" in table.splitlines()[2]
     assert "0.74%" in table.splitlines()[1]
     assert "FLOPS UTIL n/a: neuron-monitor reported no FLOPs" in table
-    json_rows = compare.render(rows, "json")
+    json_rows = render(rows, "json")
     assert '"flops_util": null' in json_rows and '"exec_errors": 0' in json_rows
 
 

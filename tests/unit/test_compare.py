@@ -20,7 +20,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from neurotui import compare, compare_command
+from neurotui import compare
+from neurotui.compare import command as compare_command
 from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from neurotui import compare
-from neurotui.compare_layout import (
+from neurotui.compare.layout import (
     DECIDING,
     THEN,
     column_width,
@@ -29,9 +29,9 @@ from neurotui.compare_layout import (
     render_fitted,
     render_turned,
 )
+from neurotui.compare.whatif import WhatIf, WhatIfError, parse_price_args, reprice
 from neurotui.pricing.live import LivePrice
 from neurotui.pricing.table import builtin_table
-from neurotui.pricing.whatif import WhatIf, WhatIfError, parse_price_args, reprice
 from tests.ui.sessions import recorded_job
 from tests.unit.test_compare import make_session
 

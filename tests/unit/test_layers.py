@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "neurotui"
-COMMAND_LINE = {"cli.py", "compare_command.py"}
+COMMAND_LINE = {"cli.py", "compare/command.py"}
 
 
 def imports(path: Path) -> set[str]:
@@ -50,6 +50,71 @@ def test_the_figures_stand_on_their_own() -> None:
         if name.startswith("neurotui.") and not name.startswith(("neurotui.metrics",
                                                                  "neurotui.defaults")))
     assert offenders == []
+
+
+def test_pricing_does_not_reach_up_into_compare() -> None:
+    """pricing/ holds prices (tables, the live spot price, the instance's own); compare uses
+    them, and the what-if prices that work on compare's sessions live in compare/."""
+    offenders = sorted(
+        f"{path.relative_to(PACKAGE)}: {name}" for path in (PACKAGE / "pricing").rglob("*.py")
+        for name in imports(path)
+        if name == "neurotui.compare" or name.startswith("neurotui.compare."))
+    assert offenders == []
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_when_loaded(path: Path, modules: set[str]) -> set[str]:
+    """The modules of `modules` that loading `path` imports: its module-level imports (those
+    under `if TYPE_CHECKING:` are for the type checker only; those in a function run later,
+    when the function does)."""
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody,
+                              *(handler.body for handler in node.handlers)):
+                    visit(block)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    found.add(submodule if submodule in modules else node.module)
+
+    visit(ast.parse(path.read_text(), str(path)).body)
+    return found & modules
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    """The import graph has no circle (issue #59): each module can be read, and loaded,
+    after the ones it imports."""
+    paths = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {name: imports_when_loaded(path, set(paths)) for name, path in paths.items()}
+    circles = []
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> None:
+        if name in trail:
+            circles.append(" -> ".join([*trail[trail.index(name):], name]))
+            return
+        if name in done:
+            return
+        for imported in sorted(graph[name]):
+            walk(imported, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        walk(name, [])
+    assert circles == []
 
 
 def loaded_by(module: str, heavy: set[str]) -> list[str]:

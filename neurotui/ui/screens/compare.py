@@ -28,19 +28,11 @@ from textual.widgets.selection_list import Selection
 from textual.worker import Worker, WorkerState
 
 from neurotui import fmt
-from neurotui.compare import (
-    COLUMNS,
-    MISSING,
-    Column,
-    LoadedSession,
-    compare_rows,
-    format_value,
-    load_session,
-    overlay_bucket_s,
-    table_columns,
-    throughput_overlay,
-)
-from neurotui.compare_layout import decision_line, fitting_columns, ordered_columns
+from neurotui.compare.layout import decision_line, fitting_columns, ordered_columns
+from neurotui.compare.load import LoadedSession, load_session
+from neurotui.compare.overlay import overlay_bucket_s, throughput_overlay
+from neurotui.compare.render import MISSING, format_value
+from neurotui.compare.rows import COLUMNS, Column, compare_rows, table_columns
 from neurotui.session.paths import list_sessions
 from neurotui.session.reader import SessionFormatError
 from neurotui.textsafe import safe_text, visible_text

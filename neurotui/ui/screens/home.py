@@ -168,7 +168,7 @@ class HomeScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="home-figures", exit_on_error=False)
     def _read_figures(self, paths: list[Path]) -> None:
         """Compare's figures of the sessions without a summary, in the order shown."""
-        from neurotui.compare import compare_rows  # pandas: only when a session needs it
+        from neurotui.compare.rows import compare_rows  # pandas: only when a session needs it
 
         worker = get_current_worker()
         for path in paths:

@@ -37,7 +37,7 @@ from neurotui.pricing.table import (
 )
 
 if TYPE_CHECKING:
-    from neurotui.compare import LoadedSession
+    from neurotui.compare.load import LoadedSession
 
 SOURCE_WHATIF = "what-if"
 

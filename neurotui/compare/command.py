@@ -1,6 +1,6 @@
-"""The `neurotui compare` command: its arguments, then the table (compare.py, with pandas:
-imported only when the command runs, so that other commands start without it), or the compare
-screen on a terminal (ui/, imported only then)."""
+"""The `neurotui compare` command: its arguments, then the table (load.py, rows.py and
+render.py, with pandas: imported only when the command runs, so that other commands start
+without it), or the compare screen on a terminal (ui/, imported only then)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from neurotui.session.paths import SessionNotFound, find_session
 from neurotui.terminal import on_a_terminal
 
 FORMATS = ("table", "markdown", "csv", "json")
-"""What compare.render writes."""
+"""What render.render writes."""
 PAGE_FORMATS = ("html", "svg")
-"""What compare_page writes: a page to share, or its charts alone."""
+"""What page.py writes: a page to share, or its charts alone."""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
     if args.dataset_size is not None and not args.dataset_size > 0:
         print("neurotui: --dataset-size must be a number of samples above 0", file=sys.stderr)
         return 2
-    from neurotui.pricing.whatif import WhatIf, WhatIfError, parse_price_plan
+    from neurotui.compare.whatif import WhatIf, WhatIfError, parse_price_plan
 
     try:
         plan = WhatIf(*parse_price_plan(args.price), region=args.region, spot=args.spot)
@@ -99,20 +99,21 @@ def run(args: argparse.Namespace, root: Path) -> int:
                   "as a table (without --tui)", file=sys.stderr)
             return 2
         return _run_tui(root, paths, named_base)  # type: ignore[arg-type]
-    from neurotui import compare
-    from neurotui.compare_layout import UnknownColumnError
-    from neurotui.pricing.whatif import reprice, unmatched_keys
+    from neurotui.compare.layout import UnknownColumnError
+    from neurotui.compare.load import LoadedSession, load_job, load_session
+    from neurotui.compare.rows import compare_rows
+    from neurotui.compare.whatif import reprice, unmatched_keys
 
     base_path = named_base or paths[0]
     if base_path not in paths:
         paths.insert(0, base_path)
-    loaded: list[compare.LoadedSession] = []
+    loaded: list[LoadedSession] = []
     failed = 0
     keys = []
     for path in paths:
         try:
-            loaded.append(compare.load_job(path.id, path.parts) if isinstance(path, Job)
-                          else compare.load_session(path))
+            loaded.append(load_job(path.id, path.parts) if isinstance(path, Job)
+                          else load_session(path))
             keys.append(path)
         except SessionFormatError as exc:
             print(f"neurotui: cannot compare {path.name}: {exc}", file=sys.stderr)
@@ -130,11 +131,11 @@ def run(args: argparse.Namespace, root: Path) -> int:
         print(f"neurotui: --price {key}: no compared session or instance type of that name; "
               "ignored", file=sys.stderr)
     loaded, prices = reprice(loaded, plan)
-    rows = compare.compare_rows(loaded, baseline, dataset_size=args.dataset_size)
+    rows = compare_rows(loaded, baseline, dataset_size=args.dataset_size)
     for row, price in zip(rows, prices, strict=True):
         row["price_basis"], row["price_note"] = price.basis, price.note
     try:
-        text = _rendered(args, compare, rows, loaded)
+        text = _rendered(args, rows, loaded)
     except UnknownColumnError as exc:
         print(f"neurotui: {exc}", file=sys.stderr)
         return 2
@@ -150,32 +151,31 @@ def run(args: argparse.Namespace, root: Path) -> int:
     return 1 if failed else 0
 
 
-def _rendered(args: argparse.Namespace, compare: Any, rows: list[dict[str, Any]],
-              loaded: list[Any]) -> str:
+def _rendered(args: argparse.Namespace, rows: list[dict[str, Any]], loaded: list[Any]) -> str:
     """The output in the asked format. The text table fits the terminal (COLUMNS, or the
     tty's width); piped without COLUMNS it keeps every column, for scripts."""
-    from neurotui import compare_layout, compare_page
+    from neurotui.compare import layout, page
+    from neurotui.compare.overlay import throughput_overlay
+    from neurotui.compare.render import _footnotes, render
 
-    notes = [*compare._footnotes(rows),
+    notes = [*_footnotes(rows),
              *(f"{r['session']} price: {r['price_note']}" for r in rows)]
     if args.format in PAGE_FORMATS:
-        overlay = compare.throughput_overlay(loaded, compare_page.curve_bucket_s(loaded))
-        return compare_page.render_page(rows, overlay, notes=notes) if args.format == "html" \
-            else compare_page.render_svg(rows, overlay)
+        overlay = throughput_overlay(loaded, page.curve_bucket_s(loaded))
+        return page.render_page(rows, overlay, notes=notes) if args.format == "html" \
+            else page.render_svg(rows, overlay)
     if args.format != "table":
-        return compare.render(rows, args.format)
-    columns = compare_layout.pick_columns(rows, args.columns.split(",")) \
+        return render(rows, args.format)
+    columns = layout.pick_columns(rows, args.columns.split(",")) \
         if args.columns else None
     if args.out is None and (columns is not None or args.wide or "COLUMNS" in os.environ
                              or sys.stdout.isatty()):
         width = shutil.get_terminal_size().columns
-        return compare_layout.render_fitted(rows, width, notes=notes, wide=args.wide,
-                                            columns=columns)
+        return layout.render_fitted(rows, width, notes=notes, wide=args.wide, columns=columns)
     if columns is not None or args.wide:
-        return compare_layout.render_fitted(rows, 0, notes=notes, wide=args.wide,
-                                            columns=columns)
-    table = compare.render(rows, "table")
-    return table + "\n".join([compare_layout.decision_line(rows), *notes[-len(rows):]]) + "\n"
+        return layout.render_fitted(rows, 0, notes=notes, wide=args.wide, columns=columns)
+    table = render(rows, "table")
+    return table + "\n".join([layout.decision_line(rows), *notes[-len(rows):]]) + "\n"
 
 
 def _run_tui(root: Path, chosen: list[Path], baseline: Path | None) -> int:

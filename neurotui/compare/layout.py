@@ -1,6 +1,6 @@
 """The comparison table fitted to a width, turned when that reads better, and its decision.
 
-compare.render_table writes every column (237 characters for the two shipped samples), which
+render.render_table writes every column (237 characters for the two shipped samples), which
 a terminal of 80 or 100 columns wraps into unreadable lines. Here:
 
 - `ordered_columns`: the columns that decide (session, instance, steady step time, samples/s,
@@ -12,7 +12,7 @@ a terminal of 80 or 100 columns wraps into unreadable lines. Here:
 - `decision_line(rows)`: which run gives the most samples per dollar, by how much, at which
   price (the command's line under the table, and the dashboard's compare screen's).
 
-Cells are compare.format_value's, so a figure reads the same in every layout.
+Cells are render.format_value's, so a figure reads the same in every layout.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from neurotui import fmt
-from neurotui.compare import Column, format_value, table_columns
+from neurotui.compare.render import format_value
+from neurotui.compare.rows import Column, table_columns
 
 GAP = "  "
 PRICE_BASIS = Column("price_basis", "PRICED AT", "text")
-"""Which price each run's figures used (pricing/whatif.py); in rows that say."""
+"""Which price each run's figures used (whatif.py); in rows that say."""
 DECIDING = ("session", "instance_type", "step_time_median_s", "samples_per_s", "usd_per_hour",
             "samples_per_dollar_steady", "relative_price_performance")
 """What the comparison is for: shown first, kept at any width that can hold them."""

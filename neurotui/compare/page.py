@@ -20,13 +20,13 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from neurotui import __version__, fmt
-from neurotui.compare import overlay_bucket_s
-from neurotui.compare_layout import cell, decision_line, ordered_columns
+from neurotui.compare.layout import cell, decision_line, ordered_columns
+from neurotui.compare.overlay import overlay_bucket_s
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from neurotui.compare import LoadedSession
+    from neurotui.compare.load import LoadedSession
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")
