@@ -1,7 +1,7 @@
 """`neurotui patterns LOGFILE`: what a log yields (steps, their values, compile events) and
 which step-like lines matched nothing, so a --step-pattern can be tried before a run.
 
-A view without Textual over the parsers (neurotui.sources.steplog.explain): it reads one file
+A view without Textual over the parsers (sources/steplog/report.py's explain): it reads one file
 and prints; log text is shown literally, control characters escaped.
 """
 
@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the parsers load with the command, not with every command line
-    from neurotui.sources.steplog import LogReport, StepLine
+    from neurotui.sources.steplog.records import StepLine
+    from neurotui.sources.steplog.report import LogReport
 
 SHOWN_STEPS = 8
 """Steps printed at each end of the log (all of them are counted)."""
@@ -33,7 +34,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """0: read (whatever it found); 2: unreadable file or unusable pattern."""
-    from neurotui.sources.steplog import StepLineParser, explain
+    from neurotui.sources.steplog.parser import StepLineParser
+    from neurotui.sources.steplog.report import explain
 
     try:
         parser = (StepLineParser.from_patterns(args.step_pattern, include_defaults=True)
