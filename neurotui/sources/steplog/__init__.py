@@ -33,7 +33,7 @@ from neurotui.sources.steplog.records import (
     StepValues,
 )
 from neurotui.sources.steplog.report import LogReport, explain
-from neurotui.sources.steplog.rules import _PREFILTER, KNOWN_GROUPS
+from neurotui.sources.steplog.rules import _PREFILTER, KNOWN_GROUPS  # _PREFILTER: floodgate.py's
 from neurotui.sources.steplog.text import strip_rank_prefix
 
 __all__ = [
