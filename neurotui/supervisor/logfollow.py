@@ -32,16 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from neurotui.session import layout
 from neurotui.session.tailing import read_lines_backwards, split_lines
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import (
-    CompileLine,
-    StepFigures,
     StepLineParser,
-    StepValues,
     strip_rank_prefix,
 )
 from neurotui.supervisor import spool
@@ -55,19 +50,13 @@ from neurotui.supervisor.floodgate import (
 )
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.stepoffsets import FileId
+from neurotui.supervisor.steprecorder import TAIL_LINE_CHARS, LogLines, StepRecorder, capped
 
 try:  # built from _looker.c at install, where a C compiler was there
     from neurotui.supervisor._looker import Looker as _NativeLooker
     from neurotui.supervisor._looker import read_looked as _read_looked
 except ImportError:  # not built: busy logs are looked at from Python (_look), at more cost
     _NativeLooker = _read_looked = None
-try:  # built from _steprecords.c at install, likewise
-    from neurotui.supervisor import _steprecords
-    _record_steps = _steprecords.record_steps
-    _NEW_RANK, _PYTHON = _steprecords.NEW_RANK, _steprecords.PYTHON
-except ImportError:  # not built: the records are made in Python (_record_parsed)
-    _record_steps = None
-    _NEW_RANK, _PYTHON = 1, 2
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -86,9 +75,6 @@ WATCHED_POLL_S = 1.0
 which also find new logs, copy the spooled output on and read the logs read at polls
 (_poll_probed_logs): once a second, with the telemetry, in the same wakeup."""
 _TAIL_LINES = 20
-TAIL_LINE_CHARS = 2000
-"""A tail line (kept in proc_exit) longer than this is cut, and says so: one 10 MB line of
-output must not become one 10 MB record."""
 LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
 replay shows of the logs at its cursor. Log lines carry no time of their own."""
@@ -170,66 +156,10 @@ def resume_point(events: Path, attempt: int) -> tuple[dict[str, int] | None, dic
     return mark, steps
 
 
-def _capped(line: str) -> str:
-    if len(line) <= TAIL_LINE_CHARS:
-        return line
-    return f"{line[:TAIL_LINE_CHARS]}... [cut: {len(line):,} characters in all]"
-
-
-class _LogStep(msgspec.Struct, omit_defaults=True, gc=False):
-    """A log step's record, as the writer's encoder would write it (these keys, in this
-    order), built as a struct and encoded by msgspec: hundreds a second at 32 ranks, where a
-    dict to encode cost most of a line's handling. The figures a line printed beyond these
-    are left out when it printed none (most lines)."""
-
-    t: float
-    kind: str
-    rank: int
-    step: int
-    samples: float | None
-    loss: float | None
-    dt: float | None
-    phases: None
-    src: str
-    attempt: int
-    throughput: float | None = None
-    samples_total: float | None = None
-    global_batch: float | None = None
-    samples_from: str | None = None
-
-
-_LogFigures = tuple[list[str], list[float], int | None, bool]
-"""Lines of one log to be read the short way (parse_figures_many) where they are all step
-lines of a shape it knows, with the other logs' of a take or poll: their text, stamps, the
-log's rank (for lines that print none) and whether the stall watch is told of them."""
-_encode_step_lines = msgspec.json.Encoder().encode_lines
 _CR = ord("\r")
 """A carriage return as an int: `_CR in data` is a memchr, where `b"\r" in data` first tries
 to read its operand as an int, raising and clearing a TypeError (about 2,500 instructions,
 each log's read at each poll)."""
-_INT_MAX = 2**63  # msgspec writes integers of 64 bits; the writer's encoder, any
-
-
-def _step_record(t: float, rank: int, step: int, samples: float | None,
-                 loss: float | None, dt: float | None, attempt: int,
-                 throughput: float | None, samples_total: float | None,
-                 global_batch: float | None, samples_from: str | None) -> _LogStep | None:
-    """A log step's record, or None where msgspec would not write what the writer's
-    encoder writes (NaN and infinity, which it writes as null; integers past 64 bits): the
-    writer then encodes it."""
-    isfinite = math.isfinite
-    if not (isfinite(t) and (samples is None or isfinite(samples))
-            and (loss is None or isfinite(loss)) and (dt is None or isfinite(dt))
-            and -_INT_MAX < step < _INT_MAX and -_INT_MAX < rank < _INT_MAX
-            and attempt < _INT_MAX):
-        return None
-    if throughput is not None or samples_total is not None or global_batch is not None:
-        # Most lines print none of these: one test for the three, then each.
-        for value in (throughput, samples_total, global_batch):
-            if value is not None and not isfinite(value):
-                return None
-    return _LogStep(t, "step", rank, step, samples, loss, dt, None, "log", attempt,
-                    throughput, samples_total, global_batch, samples_from)
 
 
 @dataclass(eq=False, slots=True)  # one per file: compared and hashed as itself
@@ -351,14 +281,6 @@ class _Pieces:
             return b""
         piece, self._at = self._data[self._at:end], end
         return piece
-
-
-@dataclass
-class _Bar:
-    """A rank's training progress bar: its counter restarts each epoch, the steps go on."""
-
-    last_n: int = 0
-    base: int = 0  # steps of the bar's earlier epochs
 
 
 class _Changes:
@@ -523,26 +445,14 @@ class LogFollower:
     spool_dir: Path | None = None
     """Where the job writes its output (spool.py), copied into the session's logs/ as read;
     None: the job writes into the session's logs/ itself."""
-    attempt: int = 0
     flood: FloodGate = field(default_factory=FloodGate)
     """Its limits on a flood of output (a log skipped ahead, the session's log cap)."""
-    stalls: StallWatch | None = None
-    """Told of each step and compile line recorded (the supervisor's watch for stalls)."""
     tails: dict[int | None, deque[str]] = field(default_factory=dict)
     _files: dict[Path, _Followed] = field(default_factory=dict)
-    _step_counters: dict[int, int] = field(default_factory=dict)
-    _samples_totals: dict[int, float] = field(default_factory=dict)
-    _probed_ranks: set[int] = field(default_factory=set)
     _marked: dict[str, int] = field(default_factory=dict)
     _marked_at: float = -float("inf")
-    _recorded_steps: dict[int, int] = field(default_factory=dict)  # of `_resumed_attempt`
-    _resumed_attempt: int | None = None
-    _bars: dict[tuple[int, str], _Bar] = field(default_factory=dict)
-    _batch_ranks: set[int] = field(default_factory=set)  # ranks printing the job's batch
-    _last_stamp: dict[int, tuple[float, int]] = field(default_factory=dict)  # rank: (t, step)
     _first_line_at: float | None = None
     _lines: int = 0
-    _steps_written: int = 0
     _told_no_steps: bool = False
     _said_no_descriptors: bool = False  # see _cannot_open
     watch: bool = True
@@ -564,10 +474,10 @@ class LogFollower:
     _read_looked: Callable[[int, int, int, list[tuple[int, float]]],
                            tuple[bytes, list[float], int]] | None = None
     native_records: bool = True
-    """A busy log's step lines of a learnt shape are read and their records made outside
-    Python (_steprecords.c, _record_native), where it was built: about twice as cheap as
-    _record_parsed, which makes them otherwise (False: always)."""
-    _record_steps: Callable[..., tuple[int, int, int | None]] | None = None
+    """Step lines of a learnt shape recorded by _steprecords.c where it was built
+    (StepRecorder.native)."""
+    recorder: StepRecorder = field(init=False)
+    """Makes the records of the lines read (steprecorder.py), and keeps what they depend on."""
     _looker: Looker | None = None  # the native looker, made when the logs first get busy
     _looked: list[_Followed] = field(default_factory=list)
     """The logs the looker looks at, in the order given: its notes name them by index."""
@@ -601,8 +511,27 @@ class LogFollower:
         if self.watch:
             self._changes = _changes()
         self._read_looked = _read_looked if self.native_looks else None
-        self._record_steps = _record_steps if self.native_records else None
+        self.recorder = StepRecorder(self.writer, self.parser, native=self.native_records)
         self._probe_folder = layout.ProbeFolder(self.session_dir)
+
+    @property
+    def attempt(self) -> int:
+        """The job's attempt (torchrun's restarts) its step records are of."""
+        return self.recorder.attempt
+
+    @attempt.setter
+    def attempt(self, attempt: int) -> None:
+        self.recorder.attempt = attempt
+
+    @property
+    def stalls(self) -> StallWatch | None:
+        """Told of each step and compile line recorded (the supervisor's watch for stalls);
+        its probe steps' offsets place the lines of placed logs."""
+        return self.recorder.stalls
+
+    @stalls.setter
+    def stalls(self, stalls: StallWatch | None) -> None:
+        self.recorder.stalls = stalls
 
     def fileno(self) -> int | None:
         """A descriptor that becomes readable when a followed log changed (None: poll only)."""
@@ -865,17 +794,15 @@ class LogFollower:
                 followed.offset = int(offsets.get(followed.name, 0))
             followed.behind = True
         self._marked = dict(offsets or {})
-        self._recorded_steps = dict(recorded_steps)
-        self._step_counters.update(recorded_steps)  # lines without a step number count on
-        self._resumed_attempt = self.attempt
+        self.recorder.resume(recorded_steps)
 
     def poll(self, now: float, final: bool = False) -> None:
         """Read what the logs gained; `final` (the job has exited) records where they end."""
         # Ranks that report through the probe: their log step lines would be discarded by
         # the reader anyway, so they are not written twice.
         probed = self._probe_folder.files()
-        if not probed.keys() <= self._probed_ranks:
-            self._probed_ranks.update(probed)
+        if not probed.keys() <= self.recorder.probed_ranks:
+            self.recorder.probed_ranks.update(probed)
             self._poll_probed_logs()
         # Before anything else: a log the probe's steps now place has its looked lines placed,
         # not stamped (the first second of its steps), and lines are taken in the order read.
@@ -893,11 +820,11 @@ class LogFollower:
         self._place_new_logs()  # (a log found just now)
         # The short way's step lines of the placed logs (the default torch path: every rank's
         # stdout) wait here and are recorded together, one encoding a poll, as take_read's.
-        figures: list[_LogFigures] = []
+        figures: list[LogLines] = []
         try:
             self._read_logs(now, final, figures)
         finally:  # (what was read before a failure is recorded all the same)
-            self._record_figures(figures)
+            self.recorder.record(figures)
         self.take_read()  # (a busy log read here, or to its end at the job's exit)
         while self._deferred and self._catching_up():
             self.take_read()  # logs whose looks saw more than _MAX_READ: read on
@@ -911,7 +838,7 @@ class LogFollower:
                 now - self._first_line_at >= NO_STEP_AFTER_S:
             self._tell_if_no_steps(now)
 
-    def _read_logs(self, now: float, final: bool, figures: list[_LogFigures]) -> None:
+    def _read_logs(self, now: float, final: bool, figures: list[LogLines]) -> None:
         """A poll's read of each log; the short way's lines of placed logs wait in
         `figures`, recorded before anything else is."""
         for followed in self._files.values():
@@ -925,7 +852,7 @@ class LogFollower:
                 while followed.behind and (final or self._catching_up()):
                     followed.behind = self._read_placed(followed, now, final, figures)
             elif final or not followed.watched or followed.behind:
-                self._record_figures(figures)  # those read before it first, in the order read
+                self.recorder.record(figures)  # those read before it first, in the order read
                 followed.behind = self._read(followed, now)
                 while followed.behind and (final or self._catching_up()):
                     followed.behind = self._read(followed, now)
@@ -947,7 +874,7 @@ class LogFollower:
         line a step would otherwise wake the supervisor at every step. Their compile lines
         are stamped at the poll that reads them (up to poll_s late)."""
         for followed in self._files.values():
-            if followed.watched and followed.rank in self._probed_ranks and \
+            if followed.watched and followed.rank in self.recorder.probed_ranks and \
                     self._changes is not None:
                 self._read_at_polls(followed)
                 self._polled_probe_logs += 1
@@ -984,7 +911,7 @@ class LogFollower:
                 self._deferred = [f for f in self._deferred if f is not followed]
 
     def _read_placed(self, followed: _Followed, now: float, final: bool,
-                     figures: list[_LogFigures]) -> bool:
+                     figures: list[LogLines]) -> bool:
         """What a placed log gained (_place_new_logs): each complete line stamped with the
         time of the probe's last step before it was printed, once that step is sure: a later
         step is known, or the probe files were read PLACE_AFTER_S after the line was, or the
@@ -1014,7 +941,7 @@ class LogFollower:
             if stamp is None:
                 stamp = _written_at(followed.modified_ns, now, followed.grew_at)
             followed.held.clear()
-            self._record_figures(figures)  # those read before it first, in the order read
+            self.recorder.record(figures)  # those read before it first, in the order read
             self._take_chunk(followed, chunk, stamp)
             return followed.offset - before >= _MAX_READ
         base = followed.offset - len(whole)  # where `whole` begins in the file
@@ -1036,7 +963,7 @@ class LogFollower:
         offsets.forget_before(ident, start)  # (at every poll: a quiet stderr's steps too)
         followed.pending = whole[start - base:]
         if not followed.held and followed.pending.endswith(b"]"):
-            self._record_figures(figures)
+            self.recorder.record(figures)
             self._take_bar_positions(followed, now)
         return followed.offset - before >= _MAX_READ
 
@@ -1153,8 +1080,9 @@ class LogFollower:
 
     def _tell_if_no_steps(self, now: float) -> None:
         """Say so, once, when the job printed for a while and no step was found anywhere."""
-        if self._steps_written or self._lines < NO_STEP_MIN_LINES or self._probed_ranks or \
-                self._probe_folder.files(auto=True):
+        recorder = self.recorder
+        if recorder.steps_written or self._lines < NO_STEP_MIN_LINES or \
+                recorder.probed_ranks or self._probe_folder.files(auto=True):
             return
         self._told_no_steps = True
         shown = [line for tail in self.tails.values() for line in tail if line.strip()][-3:]
@@ -1270,7 +1198,7 @@ class LogFollower:
             # asked for --tee), while the ranks' logs are parsed: no line of it needs its time,
             # and watched it would wake the supervisor twice a line.
             return followed
-        if rank in self._probed_ranks:
+        if rank in self.recorder.probed_ranks:
             self._polled_probe_logs += 1  # read at polls (_poll_probed_logs)
             return followed
         followed.watched = self._changes.watch(path, followed)  # timed if busy (_retime)
@@ -1318,7 +1246,7 @@ class LogFollower:
         # One read per log for all its looks; each line is stamped by the look that first
         # saw it whole. The step lines of the short way (_record_figures) wait in `figures`
         # and are recorded together: one encoding a poll, not one a log.
-        figures: list[_LogFigures] = []
+        figures: list[LogLines] = []
         read_looked = self._read_looked
         try:
             for followed in deferred:
@@ -1345,12 +1273,12 @@ class LogFollower:
                     followed.looks = [look for look in seen if look[0] > followed.offset]
                     self._deferred.append(followed)
                 if followed.parsed or _CR in data or _CR in followed.pending:
-                    self._record_figures(figures)  # those read before it first, in the order read
+                    self.recorder.record(figures)  # those read before it first, in the order read
                     self._take_pieces(followed, _Pieces(start, data), seen)
                 else:
                     self._take_looked_lines(followed, start, data, seen, figures, stamped)
         finally:  # (what was read before a failure is recorded all the same)
-            self._record_figures(figures)
+            self.recorder.record(figures)
 
     def _take_pieces(self, followed: _Followed, pieces: _Pieces,
                      seen: list[tuple[int, float]]) -> None:
@@ -1364,7 +1292,7 @@ class LogFollower:
             self._take_chunk(followed, piece, stamp)
 
     def _take_looked_lines(self, followed: _Followed, start: int, data: bytes,
-                           seen: list[tuple[int, float]], figures: list[_LogFigures],
+                           seen: list[tuple[int, float]], figures: list[LogLines],
                            stamped: tuple[list[float], int] | None = None) -> None:
         """Whole lines without a carriage return (every step line comes this way), read in
         one go from `start` and each stamped with the first look that saw all of it; step
@@ -1382,7 +1310,7 @@ class LogFollower:
         else:
             followed.pending = whole  # a line still being written
         if followed.pending.endswith(b"]"):
-            self._record_figures(figures)  # those read before it first, in the order read
+            self.recorder.record(figures)  # those read before it first, in the order read
             self._take_bar_positions(followed, seen[-1][1])
 
     def _count_shared(self, lines: int, shared: int) -> None:
@@ -1478,7 +1406,7 @@ class LogFollower:
             "are recorded under their local ranks"))
 
     def _take_lines(self, followed: _Followed, lines: list[str], stamps: list[float],
-                    figures: list[_LogFigures] | None = None) -> None:
+                    figures: list[LogLines] | None = None) -> None:
         """Whole lines of one log, each with its stamp: kept in its rank's tail and parsed in
         one batch (what _take does a line at a time, without its per-line costs). Step lines
         of the short way are recorded, or wait in `figures` for the caller to record
@@ -1489,7 +1417,7 @@ class LogFollower:
             # The launcher's ranks are in each line's prefix; a rank's global rank is not
             # known yet (its lines are held): a line at a time.
             if figures:
-                self._record_figures(figures)
+                self.recorder.record(figures)
             for line, stamp in zip(lines, stamps, strict=True):
                 self._take(line, followed, stamp)
             return
@@ -1500,7 +1428,7 @@ class LogFollower:
             tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
         last = lines[-_TAIL_LINES:]  # only the last lines stay anyway
         tail.extend(last if max(map(len, last), default=0) <= TAIL_LINE_CHARS
-                    else map(_capped, last))
+                    else map(capped, last))
         self._lines += len(lines)
         if self._first_line_at is None:
             self._first_line_at = stamps[0]
@@ -1510,26 +1438,9 @@ class LogFollower:
         # prefers them to log lines, so it is not told of each line as well.
         watched = not followed.placed
         if figures is None:
-            self._record_figures([(lines, stamps, rank, watched)])
+            self.recorder.record([(lines, stamps, rank, watched)])
         else:
             figures.append((lines, stamps, rank, watched))  # parsed with the other logs'
-
-    def _take_values(self, lines: list[str], stamps: list[float], rank: int | None,
-                     watched: bool) -> None:
-        """Lines of one log that are not all step lines of a shape the short way knows: each
-        parsed whole (parse_values_many), and recorded as a step or compile line."""
-        steps: list[_LogStep] = []
-        for record, stamp, line in zip(self.parser.parse_values_many(lines), stamps, lines,
-                                       strict=True):
-            if record is None:
-                continue
-            if record.__class__ is StepValues:
-                self._record_step(record, rank, stamp, steps,  # type: ignore[arg-type]
-                                  watched=watched)
-            else:
-                self._write_steps(steps)  # the steps before it first, in the order read
-                self._record_compile(record, rank, line, stamp)  # type: ignore[arg-type]
-        self._write_steps(steps)
 
     def _take(self, line: str, followed: _Followed, now: float, *,
               keep_in_tail: bool = True, parse: bool = True) -> None:
@@ -1551,295 +1462,13 @@ class LogFollower:
             tail = self.tails.get(rank)
             if tail is None:
                 tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
-            tail.append(line if len(line) <= TAIL_LINE_CHARS else _capped(line))
+            tail.append(line if len(line) <= TAIL_LINE_CHARS else capped(line))
             self._lines += 1
             if self._first_line_at is None:
                 self._first_line_at = now
         if not parse or (followed.rank is None and not self.parse_launcher):
             return  # torchrun's console: the rank files are parsed instead
-        record = self.parser.parse_values(line)
-        if isinstance(record, StepValues):
-            self._record_step(record, rank, now)
-        elif isinstance(record, CompileLine):
-            self._record_compile(record, rank, line, now)
-
-    def _record_compile(self, record: CompileLine, rank: int | None, line: str,
-                        now: float) -> None:
-        self.writer.write("compile", t=now, rank=rank, what=record.what, line=_capped(line))
-        if self.stalls is not None:
-            self.stalls.compiled(rank, now, record.what)
-
-    def _record_step(self, record: StepValues, rank: int | None, now: float,
-                     batch: list[_LogStep] | None = None, *, watched: bool = True) -> None:
-        """A step line's record (`rank`: its log's, when the line names none): written, or
-        added to `batch` (_write_steps writes a batch's records in one go); the stall watch
-        is told of it when `watched`."""
-        rank = record.rank if record.rank is not None else (rank or 0)
-        if rank in self._probed_ranks:
-            return
-        step = record.step
-        if step is None and record.bar_n is not None:
-            step = self._bar_step(rank, record)
-            if step is None:
-                return  # the bar's first draw (0/N): no step done yet
-        if step is None:
-            step = self._step_counters.get(rank, 0) + 1
-        elif step == self._step_counters.get(rank):
-            return  # a progress bar redrawn for the same step
-        elif self.attempt == self._resumed_attempt and \
-                step <= self._recorded_steps.get(rank, -1):
-            return  # recorded before this supervisor took over (resume)
-        self._step_counters[rank] = step
-        samples = record.samples
-        if samples is None and record.samples_total is not None:
-            # A running total (NxD, Megatron): this step's samples are the difference.
-            previous = self._samples_totals.get(rank)
-            self._samples_totals[rank] = record.samples_total
-            if previous is not None and record.samples_total >= previous:
-                samples = record.samples_total - previous
-        dt = record.dt
-        if dt is None and record.throughput and samples:
-            dt = samples / record.throughput
-        if samples is None and record.global_batch:
-            # The job's batch (Megatron, nanotron), printed by one rank or by several.
-            self._batch_ranks.add(rank)
-            samples = record.global_batch / len(self._batch_ranks)
-        samples_from = None if samples is None else "line"
-        if samples is None and record.throughput:
-            # The rate the script printed, over this step's time (printed, or between
-            # this rank's step lines as stamped): samples/s is then what it printed.
-            step_time = dt if dt is not None else self._stamped_step_time(rank, step, now)
-            if step_time is not None:
-                samples, samples_from = record.throughput * step_time, "throughput"
-        self._last_stamp[rank] = (now, step)
-        event = _step_record(now, rank, step, samples, record.loss, dt, self.attempt,
-                             record.throughput, record.samples_total, record.global_batch,
-                             samples_from)
-        if event is not None:
-            if batch is not None:
-                batch.append(event)
-            else:
-                self._write_steps([event])
-        else:
-            if batch is not None:
-                self._write_steps(batch)  # those before it first, in the order read
-            self._write_by_encoder(now, rank, step, samples, record.loss, dt, record.throughput,
-                                   record.samples_total, record.global_batch, samples_from)
-        if watched and self.stalls is not None:
-            self.stalls.step(rank, step, now, "log")
-        self._steps_written += 1
-
-    def _record_figures(self, figures: list[_LogFigures], *, native: bool = True) -> None:
-        """The lines of `figures` (of one log or several, in the order read) recorded: all
-        of them parsed in one go where every one is a step line that prints no figure but
-        the step, rank, samples and loss (parse_figures_many: the lines of busy logs,
-        hundreds a second; a call for each log's ten lines a second cost about twice as
-        much a line), else each log's alone, and a log's that are not such lines the long
-        way (_take_values). Where _steprecords.c was built (and `native`), every line of
-        a learnt shape is read and recorded by it (_record_native). `figures` is emptied."""
-        if not figures:
-            return
-        if native and self._record_steps is not None and self.attempt < _INT_MAX and \
-                self._record_native(figures):
-            figures.clear()
-            return
-        parse = self.parser.parse_figures_many
-        read = parse(figures[0][0] if len(figures) == 1 else
-                     [line for lines, *_ in figures for line in lines])
-        if read is None:
-            parsed: list[list[StepFigures] | None] = [read] if len(figures) == 1 else \
-                [parse(lines) for lines, *_ in figures]
-        else:
-            parsed, at = [], 0
-            for lines, *_ in figures:
-                parsed.append(read[at:at + len(lines)])
-                at += len(lines)
-        run: list[tuple[list[StepFigures], list[float], int | None, bool]] = []
-        for (lines, stamps, rank, watched), figures_read in zip(figures, parsed, strict=True):
-            if figures_read is not None:
-                run.append((figures_read, stamps, rank, watched))
-                continue
-            self._record_parsed(run)  # those read before it first, in the order read
-            run = []
-            self._take_values(lines, stamps, rank, watched)
-        self._record_parsed(run)
-        figures.clear()
-
-    def _record_parsed(self, figures: list[tuple[list[StepFigures], list[float], int | None,
-                                                 bool]]) -> None:
-        """The records _record_step makes of step lines read the short way, written in one
-        go: without a StepValues a line, or the tests for what such a line never prints (a
-        bar's count, a running total, the job's batch, a rate). tests/unit/test_step_figures.py
-        holds the two to the same records."""
-        if not figures:
-            return
-        counters, probed = self._step_counters, self._probed_ranks
-        recorded = self._recorded_steps if self.attempt == self._resumed_attempt else None
-        attempt, steps, isfinite, stalls = self.attempt, [], math.isfinite, self.stalls
-        attempt_ok, low, high = attempt < _INT_MAX, -_INT_MAX, _INT_MAX
-        for read, stamps, log_rank, watched in figures:
-            # A log's lines are one rank's, mostly: what depends on the rank only (probed?
-            # recorded before a resume? its last step) is looked up once per run of lines of
-            # one rank, and its last step and stamp written back at the run's end. Hundreds
-            # of lines a second; a lookup each was a fifth of their recording.
-            told = watched and stalls is not None
-            run_rank: int | None = None
-            skip = rank_ok = False
-            last: int | None = None
-            floor: float = -math.inf
-            last_t = 0.0
-            run_steps: list[int] = []
-            run_times: list[float] = []
-            for (step, rank, samples, loss), stamp in zip(read, stamps, strict=True):
-                if rank is None:
-                    rank = log_rank or 0
-                if rank != run_rank:
-                    if run_steps:
-                        self._end_run(run_rank, last, last_t, run_steps, run_times, told)
-                        run_steps, run_times = [], []
-                    run_rank, skip = rank, rank in probed
-                    last = counters.get(rank)
-                    floor = recorded.get(rank, -1) if recorded is not None else -math.inf
-                    rank_ok = attempt_ok and low < rank < high
-                if skip:
-                    continue
-                if step is None:
-                    step = (last or 0) + 1
-                elif step == last or step <= floor:
-                    continue  # a line drawn again for its step; or recorded before a resume
-                last, last_t = step, stamp
-                samples_from = None if samples is None else "line"
-                # _step_record's tests, inline: hundreds of lines a second, and a call each
-                # was a tenth of their recording.
-                if rank_ok and isfinite(stamp) and (samples is None or isfinite(samples)) and \
-                        (loss is None or isfinite(loss)) and low < step < high:
-                    steps.append(_LogStep(stamp, "step", rank, step, samples, loss, None, None,
-                                          "log", attempt, None, None, None, samples_from))
-                else:
-                    self._write_steps(steps)  # those before it first, in the order read
-                    self._write_by_encoder(stamp, rank, step, samples, loss, None, None, None,
-                                           None, samples_from)
-                run_steps.append(step)
-                run_times.append(stamp)
-            if run_steps:
-                self._end_run(run_rank, last, last_t, run_steps, run_times, told)
-        self._write_steps(steps)
-
-    def _record_native(self, figures: list[_LogFigures]) -> bool:
-        """_record_figures' lines recorded by _steprecords.c, a run of one learnt shape at a
-        time (StepLineParser.figure_runs_many); where they are not all such runs, each log's
-        alone. False, with nothing recorded, where one log's lines are not (the Python way
-        records them)."""
-        runs = self.parser.figure_runs_many(
-            figures[0][0] if len(figures) == 1 else
-            [line for lines, *_ in figures for line in lines])
-        if runs is None:
-            if len(figures) == 1:
-                return False
-            for log in figures:  # (a line that is no step in one log: the others natively)
-                self._record_figures([log])
-            return True
-        steps: list[_LogStep] = []
-        run = iter(runs)
-        _, run_end, places = next(run)
-        at = 0  # where the log's lines start among all of them
-        for lines, stamps, log_rank, watched in figures:
-            begin, count = 0, len(lines)
-            while begin < count:
-                if at + begin >= run_end:
-                    _, run_end, places = next(run)
-                end = min(count, run_end - at)
-                self._record_run(lines, stamps, begin, end, places, log_rank,
-                                 watched and self.stalls is not None, steps)
-                begin = end
-            at += count
-        self._write_steps(steps)
-        return True
-
-    def _record_run(self, lines: list[str], stamps: list[float], begin: int, end: int,
-                    places: tuple[int, ...], log_rank: int | None, told: bool,
-                    steps: list[_LogStep]) -> None:
-        """Lines `begin` to `end` of one log, all of one shape whose figures are at `places`,
-        recorded by _steprecords.c as _record_parsed would: it stops at each line of another
-        rank (looked up here, as _record_parsed does at each run of one rank's lines) and at
-        one it leaves to Python, which records the rest of them (_record_figures' Python way,
-        after the records made so far)."""
-        assert self._record_steps is not None
-        rank = (log_rank or 0) if places[2] < 0 else None  # (else the lines print it)
-        skip, last, floor = self._rank_state(rank) if rank is not None else (False, None, None)
-        run_steps: list[int] = []
-        run_times: list[float] = []
-        while begin < end:
-            begin, why, printed = self._record_steps(
-                lines, stamps, begin, end, places, rank, skip, last, floor, self.attempt,
-                _LogStep, steps, run_steps, run_times)
-            if run_steps:
-                self._end_run(rank, run_steps[-1], run_times[-1], run_steps, run_times, told)
-                run_steps, run_times = [], []
-            if why == _NEW_RANK:
-                rank = printed
-                skip, last, floor = self._rank_state(rank)  # type: ignore[arg-type]
-            elif why == _PYTHON:
-                self._write_steps(steps)  # those before it first, in the order read
-                self._record_figures([(lines[begin:end], stamps[begin:end], log_rank,
-                                       told)], native=False)
-                return
-
-    def _rank_state(self, rank: int) -> tuple[bool, int | None, int | None]:
-        """Whether `rank`'s lines are skipped (the probe times it), its last step recorded
-        and the step up to which it was recorded before a resume (None: none)."""
-        recorded = self._recorded_steps if self.attempt == self._resumed_attempt else None
-        return (rank in self._probed_ranks, self._step_counters.get(rank),
-                None if recorded is None else recorded.get(rank, -1))
-
-    def _end_run(self, rank: int | None, last: int | None, last_t: float, steps: list[int],
-                 times: list[float], told: bool) -> None:
-        """The end of _record_figures' run of one rank's recorded lines (`steps`, stamped
-        `times`): its last step and stamp kept, and the stall watch told of them."""
-        assert rank is not None and last is not None  # (a run has a rank and a line)
-        self._step_counters[rank] = last
-        self._last_stamp[rank] = (last_t, last)
-        self._steps_written += len(steps)
-        if told:
-            assert self.stalls is not None
-            self.stalls.rank_steps(rank, steps, times, "log")
-
-    def _write_by_encoder(self, t: float, rank: int, step: int, samples: float | None,
-                          loss: float | None, dt: float | None, throughput: float | None,
-                          samples_total: float | None, global_batch: float | None,
-                          samples_from: str | None) -> None:
-        """A step record _step_record declined (NaN, infinity, a step past 64 bits), written
-        by the writer's encoder, which writes those its own way; every figure the line
-        carries is kept."""
-        printed = {key: value for key, value in (
-            ("throughput", throughput), ("samples_total", samples_total),
-            ("global_batch", global_batch), ("samples_from", samples_from))
-            if value is not None}
-        self.writer.write("step", t=t, rank=rank, step=step, samples=samples, loss=loss, dt=dt,
-                          phases=None, src="log", attempt=self.attempt, **printed)
-
-    def _write_steps(self, batch: list[_LogStep]) -> None:
-        """The records of a batch of step lines, encoded in one call; `batch` is emptied."""
-        if batch:
-            self.writer.write_encoded_lines("step", len(batch), _encode_step_lines(batch))
-            batch.clear()
-
-    def _stamped_step_time(self, rank: int, step: int, now: float) -> float | None:
-        """Seconds per step since this rank's previous step line, by the stamps."""
-        last = self._last_stamp.get(rank)
-        if last is None or step <= last[1] or now <= last[0]:
-            return None
-        return (now - last[0]) / (step - last[1])
-
-    def _bar_step(self, rank: int, record: StepValues) -> int | None:
-        """The step a bar position stands for: the bar's counter, plus the steps of the
-        epochs it drew before (it starts again at 0 or 1 each epoch)."""
-        n = int(record.bar_n or 0)
-        bar = self._bars.setdefault((rank, record.bar_key or ""), _Bar())
-        if n < bar.last_n:  # a new epoch: the counter started again
-            bar.base += bar.last_n
-        bar.last_n = n
-        return bar.base + n if n > 0 else None
+        self.recorder.record_line(self.parser.parse_values(line), rank, line, now)
 
     def tail_lines(self) -> dict[str, list[str]]:
         return {("launcher" if k is None else str(k)): list(v) for k, v in self.tails.items()}

@@ -63,8 +63,8 @@ TICK_S = 0.1
 
 PIECES = {
     "stall watch": "the stall watch told of each step (StallWatch.rank_steps)",
-    "encoding": "the step records' encoding and writing (LogFollower._write_steps)",
-    "records": "the step records, encoding and stall watch included (_record_figures)",
+    "encoding": "the step records' encoding and writing (StepRecorder._write_steps)",
+    "records": "the step records, encoding and stall watch included (StepRecorder.record)",
     "lines": "the lines' tails, parse and records (_take_lines)",
     "takes": "all of the lines' handling after their read: stamps, split, tails, parse, "
              "records (_take_looked_lines)",
@@ -77,14 +77,15 @@ def take_out(pieces: list[str]) -> None:
     """Replace `pieces` (of PIECES) with what does nothing, in this process (a child's)."""
     from neurotui.supervisor.logfollow import LogFollower
     from neurotui.supervisor.stallwatch import StallWatch
+    from neurotui.supervisor.steprecorder import StepRecorder
 
     def pending_dropped(self: LogFollower, followed: object, *_: object) -> None:
         followed.pending = b""  # type: ignore[attr-defined]
 
     nothing = {
         "stall watch": (StallWatch, "rank_steps", lambda self, *args: None),
-        "encoding": (LogFollower, "_write_steps", lambda self, batch: batch.clear()),
-        "records": (LogFollower, "_record_figures", lambda self, figures: figures.clear()),
+        "encoding": (StepRecorder, "_write_steps", lambda self, batch: batch.clear()),
+        "records": (StepRecorder, "record", lambda self, figures, **_: figures.clear()),
         "lines": (LogFollower, "_take_lines", lambda self, *args: None),
         "takes": (LogFollower, "_take_looked_lines", pending_dropped),
     }

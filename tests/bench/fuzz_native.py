@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from neurotui.collect import host
-from neurotui.supervisor import logfollow
+from neurotui.supervisor import logfollow, steprecorder
 
 DONE, NEW_RANK, PYTHON = 0, 1, 2
 LLONG_MAX = 2**63 - 1
@@ -164,11 +164,11 @@ def fuzz_record_steps(rng: random.Random, seconds: float) -> int:
         shrink = _chance(rng, 0.1)
 
         def make(*fields: object, lines: list = lines, stamps: list = stamps,
-                 shrink: bool = shrink) -> logfollow._LogStep:
+                 shrink: bool = shrink) -> steprecorder.StepRecord:
             if shrink:  # Python code that empties the lists under the call
                 lines.clear()
                 stamps.clear()
-            return logfollow._LogStep(*fields)  # type: ignore[arg-type]
+            return steprecorder.StepRecord(*fields)  # type: ignore[arg-type]
 
         given = (list(lines), list(stamps), start, end, places, rank, skip, last, floor)
         steps: list = []

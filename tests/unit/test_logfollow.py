@@ -17,7 +17,8 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor.logfollow import LogFollower, _encode_step_lines, _step_record
+from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.steprecorder import _encode_step_lines, _step_record
 from tests.captures import TELEMETRY_CAPTURES
 
 FIXTURES = TELEMETRY_CAPTURES

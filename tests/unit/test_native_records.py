@@ -16,11 +16,11 @@ import pytest
 from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor import logfollow
+from neurotui.supervisor import steprecorder
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
 
-built = pytest.mark.skipif(logfollow._record_steps is None,
+built = pytest.mark.skipif(steprecorder.native_record_steps is None,
                            reason="_steprecords.c was not built")
 
 RUNNER = "neurotui-runner step={step} rank={rank} samples={samples} loss={loss}"
@@ -31,7 +31,7 @@ PLAIN = "step {step} loss {loss} lr 0.001"
 def test_the_records_module_is_built_by_the_set_up() -> None:
     """`.ci/run` (and the README's install) build it: where it was not, the records are made
     in Python at about twice the cost, and these tests would test nothing."""
-    assert logfollow._record_steps is not None
+    assert steprecorder.native_record_steps is not None
 
 
 def _follower(root: Path, native: bool) -> tuple[LogFollower, EventWriter]:
@@ -88,10 +88,10 @@ def test_native_records_are_the_python_ones(tmp_path: Path, seed: int) -> None:
     for native in (True, False):
         follower, writer = _follower(tmp_path / str(native), native)
         follower.resume({}, {0: 40, 4: 7})
-        follower._probed_ranks.add(2)  # timed by the probe: its log lines are not recorded
+        follower.recorder.probed_ranks.add(2)  # timed by the probe: its log lines are not recorded
         _teach(follower)
         native_lines = [0]
-        record_steps = follower._record_steps
+        record_steps = follower.recorder._record_steps
 
         def counted(lines: list[str], stamps: list[float], begin: int, end: int,
                     *args: object, record_steps=record_steps,
@@ -101,15 +101,15 @@ def test_native_records_are_the_python_ones(tmp_path: Path, seed: int) -> None:
             return stopped
 
         if native:
-            follower._record_steps = counted
+            follower.recorder._record_steps = counted
         for figures in polls:
-            follower._record_figures([(list(lines), list(stamps), rank, watched)
+            follower.recorder.record([(list(lines), list(stamps), rank, watched)
                                       for lines, stamps, rank, watched in figures])
         writer.close()
         assert follower.stalls is not None
         results.append(((tmp_path / str(native) / layout.EVENTS).read_bytes(),
-                        follower._step_counters, follower._last_stamp,
-                        follower._steps_written,
+                        follower.recorder.step_counters, follower.recorder.last_stamp,
+                        follower.recorder.steps_written,
                         {key: (track.last_step, list(track.times))
                          for key, track in follower.stalls._tracks.items()}))
         if native:
@@ -132,9 +132,9 @@ def _run(lines: list[str], rank: int | None, *, last: int | None = None,
     steps: list = []
     run_steps: list[int] = []
     run_times: list[float] = []
-    stopped = logfollow._record_steps(  # type: ignore[misc]
+    stopped = steprecorder.native_record_steps(  # type: ignore[misc]
         lines, [5.0] * len(lines), 0, len(lines), PLACES_RUNNER, rank, skip, last, floor, 0,
-        logfollow._LogStep, steps, run_steps, run_times)
+        steprecorder.StepRecord, steps, run_steps, run_times)
     return stopped, steps, run_steps
 
 
@@ -149,7 +149,7 @@ def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
     assert _run(lines, None)[0] == (0, NEW_RANK, 22)  # (the first line's rank is looked up)
     stopped, steps, run_steps = _run(lines, 22)
     assert stopped == (3, NEW_RANK, 23) and run_steps == [10, 11]  # 11 drawn again: once
-    assert steps[0] == logfollow._LogStep(5.0, "step", 22, 10, 16.0, 0.1234, None, None,
+    assert steps[0] == steprecorder.StepRecord(5.0, "step", 22, 10, 16.0, 0.1234, None, None,
                                           "log", 0, None, None, None, "line")
     assert _run(lines[:2], 22, last=10)[2] == [11]
     assert _run(lines[:2], 22, floor=10)[2] == [11]  # recorded before a resume
@@ -160,12 +160,12 @@ def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
         assert _run([lines[0], odd], 22)[0] == (1, PYTHON, None)
     assert _run([lines[0]], 2**63)[0] == (0, PYTHON, None)  # past 64 bits: the encoder's
     with pytest.raises(TypeError):
-        logfollow._record_steps(lines, [], 0, 1, (1, 2), 22, False, None, None, 0,  # type: ignore[misc]
-                                logfollow._LogStep, [], [], [])
+        steprecorder.native_record_steps(lines, [], 0, 1, (1, 2), 22, False, None, None, 0,  # type: ignore[misc]
+                                steprecorder.StepRecord, [], [], [])
     with pytest.raises(IndexError):
-        _run_past = logfollow._record_steps  # type: ignore[misc]
+        _run_past = steprecorder.native_record_steps  # type: ignore[misc]
         _run_past(lines, [5.0], 0, 4, PLACES_RUNNER, 22, False, None, None, 0,
-                  logfollow._LogStep, [], [], [])
+                  steprecorder.StepRecord, [], [], [])
 
 
 # -- its callers' edge cases (issue #63): each risky call in a fresh interpreter, so that a
@@ -176,7 +176,7 @@ def _isolated(code: str) -> str:
     runner's step line at PLACES_RUNNER); its output. A crash or an uncaught error fails the
     test."""
     prelude = ("from neurotui.supervisor._steprecords import record_steps\n"
-               "from neurotui.supervisor.logfollow import _LogStep\n"
+               "from neurotui.supervisor.steprecorder import StepRecord as _LogStep\n"
                f"PLACES = {PLACES_RUNNER!r}\n"
                "line = 'neurotui-runner step=10 rank=22 samples=16 loss=0.1234'\n")
     done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)],

@@ -15,7 +15,7 @@ import pytest
 from neurotui.session import layout
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser, shapes
-from neurotui.supervisor import logfollow
+from neurotui.supervisor import steprecorder
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
 from tests.unit.test_steplog_public_logs import _capture_lines
@@ -229,7 +229,7 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
     session, writer, follower, logs = _new_session(root, len(rounds[0]) - stderr,
                                                    watch=looked, stderr=stderr)
     follower.stalls = StallWatch(session)
-    follower._record_steps = logfollow._record_steps if native else None
+    follower.recorder._record_steps = steprecorder.native_record_steps if native else None
     if looked:
         assert follower.fileno() is not None, "no inotify here"
     follower.resume({}, {0: 25})
@@ -267,7 +267,7 @@ def _follow(root: Path, rounds: list[list[list[str]]], monkeypatch: pytest.Monke
 
 
 NATIVE = [False, pytest.param(True, marks=pytest.mark.skipif(
-    logfollow._record_steps is None, reason="_steprecords.c was not built"))]
+    steprecorder.native_record_steps is None, reason="_steprecords.c was not built"))]
 """The short way's records made in Python (_record_parsed) and by _steprecords.c."""
 
 
