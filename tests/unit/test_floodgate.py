@@ -166,6 +166,7 @@ def test_a_log_far_behind_is_skipped_ahead_keeping_its_step_lines(
 def test_a_poll_reads_on_past_one_read_for_a_while(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("neurotui.supervisor.logfollow._MAX_READ", 1 << 16)
+    monkeypatch.setattr("neurotui.supervisor.followedlogs._MAX_READ", 1 << 16)  # (its reads)
     session, log, writer, follower = _spooled_follower(tmp_path, FloodGate())
     follower.poll(1.0)
     with open(log, "ab") as f:  # 16 reads' worth, and no skipping: well within the bound

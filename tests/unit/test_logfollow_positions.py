@@ -479,6 +479,7 @@ def test_polls_leave_watched_logs_to_the_kernel_but_take_what_a_full_read_left(
     (on_change's looks), each line stamped by the look that saw it whole; a read stops at
     the size limit, and what it left is taken at the next take, with its looks' stamps."""
     monkeypatch.setattr("neurotui.supervisor.logfollow._MAX_READ", 64)
+    monkeypatch.setattr("neurotui.supervisor.followedlogs._MAX_READ", 64)  # (its reads)
     monkeypatch.setattr("neurotui.supervisor.logfollow.CATCH_UP_S", 0.0)  # no reading on
     session, writer, follower = new_follower(tmp_path)
     selector = _watching(follower)
