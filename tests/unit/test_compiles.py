@@ -102,11 +102,11 @@ def test_what_compiles_now_is_named() -> None:
 def test_the_supervisor_raises_the_recompile_alert_with_its_evidence(tmp_path: Path) -> None:
     (tmp_path / "meta.json").write_text(json.dumps({"format": 1, "price": {
         "usd_per_hour": 3.6}}))
-    watch = CompileWatch(tmp_path)
+    watch = CompileWatch(tmp_path, last_step=lambda rank: 30)
     first = [torch_compile(10.0, "compile", function="forward", file="/m.py", line=3),
              torch_compile(18.0, "compiled")]
     watch.take_probe_lines("\n".join(json.dumps(r) for r in first).encode(), [])
-    watch.steps(0, 0, [19.0 + i for i in range(30)], list(range(1, 31)))
+    watch.first_step(0, 0, 19.0)
     assert watch.alerts(50.0) == (None, None)
     later = [torch_compile(49.5, "compile", cid="0/1", recompile=True, function="forward",
                            file="/m.py", line=3,
@@ -178,14 +178,18 @@ def test_a_rank_inside_a_long_compile_is_not_stalled(tmp_path: Path) -> None:
     # The supervisor's watch: rank 0 steps 30 times 0.5 s apart, then recompiles for minutes.
     probe_records(tmp_path, *({"t": 100.0 + i * 0.5, "kind": "step", "rank": 0, "step": i,
                                "samples": 4, "dt": 0.5, "src": "auto", "attempt": 0}
-                              for i in range(1, 31)),
-                  torch_compile(115.2, "compile", cid="0/1", recompile=True))
+                              for i in range(1, 31)))
     watch = StallWatch(tmp_path)
     watch.read_probes()
+    probe_records(tmp_path, torch_compile(115.2, "compile", cid="0/1", recompile=True))
+    watch.read_probes()  # (read apart from the steps: its step is the rank's track's last)
     assert watch.stalled(115.0 + 300) == {}
     probe_records(tmp_path, torch_compile(415.0, "compiled", cid="0/1"))
     watch.read_probes()
     assert set(watch.stalled(415.0 + 11)) == {0}  # ended, and no step since: stalled again
+    recompile, _ = watch.compiles.alerts(416.0)
+    assert recompile is not None and recompile.evidence[0].startswith(
+        "rank 0 after step 30; torch.compile compiled; 300s")
     # The dashboard's rule, from the same records in the session.
     records = [torch_compile(115.2, "compile", cid="0/1", recompile=True)]
     rec = Recorder(tmp_path, "long-compile")
