@@ -26,7 +26,6 @@ import os
 import resource
 import time
 from bisect import bisect_right
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,7 +35,6 @@ from neurotui.session.tailing import read_lines_backwards
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import (
     StepLineParser,
-    strip_rank_prefix,
 )
 from neurotui.supervisor import spool
 from neurotui.supervisor.floodgate import (
@@ -61,8 +59,9 @@ from neurotui.supervisor.followedlogs import (
     _write_rate,
     _written_at,
 )
+from neurotui.supervisor.logtakes import LineTaker
 from neurotui.supervisor.stallwatch import StallWatch
-from neurotui.supervisor.steprecorder import TAIL_LINE_CHARS, LogLines, StepRecorder, capped
+from neurotui.supervisor.steprecorder import LogLines, StepRecorder
 
 try:  # built from _looker.c at install, where a C compiler was there
     from neurotui.supervisor._looker import Looker as _NativeLooker
@@ -85,7 +84,6 @@ WATCHED_POLL_S = 1.0
 """With every log watched, lines are stamped as they change and read and taken at polls,
 which also find new logs, copy the spooled output on and read the logs read at polls
 (_poll_probed_logs): once a second, with the telemetry, in the same wakeup."""
-_TAIL_LINES = 20
 LOG_MARK_S = 2.0
 """At most this often, how far each log had been written is recorded (`log_offsets`): what a
 replay shows of the logs at its cursor. Log lines carry no time of their own."""
@@ -115,12 +113,6 @@ a look costs about 1 ms, so every 5 s it was a twentieth of the supervisor's cos
 NO_STEP_AFTER_S = 60.0
 """A job that printed this long (and NO_STEP_MIN_LINES lines) with no step found is told so."""
 NO_STEP_MIN_LINES = 20
-GLOBAL_RANKS_WAIT_S = 30.0
-HELD_LINES_MAX = 10_000
-"""A node of a job of many nodes holds each rank's lines until the rank's global rank is known
-(the supervisor reads it from the rank's environment within a second or two of its start), at
-most this many per log and this long; then they go in under the local rank, and a warning says
-so."""
 PLACE_AFTER_S = 0.5
 """A line of a log placed by the probe's steps (_read_placed) that no later step bounds yet is
 placed once the probe files were read this long after the line was: the probe writes a step
@@ -176,12 +168,9 @@ class LogFollower:
     None: the job writes into the session's logs/ itself."""
     flood: FloodGate = field(default_factory=FloodGate)
     """Its limits on a flood of output (a log skipped ahead, the session's log cap)."""
-    tails: dict[int | None, deque[str]] = field(default_factory=dict)
     _files: dict[Path, _Followed] = field(default_factory=dict)
     _marked: dict[str, int] = field(default_factory=dict)
     _marked_at: float = -float("inf")
-    _first_line_at: float | None = None
-    _lines: int = 0
     _told_no_steps: bool = False
     _said_no_descriptors: bool = False  # see _cannot_open
     watch: bool = True
@@ -228,12 +217,8 @@ class LogFollower:
     _folder_times: dict[Path, int] | None = None
     """Without folder watches, each folder's modification time (ns) when logs were last
     looked for (_folders_changed); None: not known, look."""
-    global_ranks: dict[int, int] | None = None
-    """A node of a job of many nodes: its local ranks (as torchrun files their logs) -> the
-    job's global ranks (set_global_ranks). None: one node, where the two are the same."""
-    _held: dict[_Followed, list[tuple[str, float, bool, bool]]] = field(default_factory=dict)
-    """Lines of a rank whose global rank is not known yet, with their stamps (see _take)."""
-    _held_since: float | None = None
+    taker: LineTaker = field(init=False)
+    """Turns what is read into lines: tails, bar positions, held lines (logtakes.py)."""
     _catch_up_until: float = 0.0  # (time.monotonic) see CATCH_UP_S
 
     def __post_init__(self) -> None:
@@ -241,6 +226,7 @@ class LogFollower:
             self._changes = _changes()
         self._read_looked = _read_looked if self.native_looks else None
         self.recorder = StepRecorder(self.writer, self.parser, native=self.native_records)
+        self.taker = LineTaker(self.writer, self.parser, self.recorder, self.parse_launcher)
         self._probe_folder = layout.ProbeFolder(self.session_dir)
 
     @property
@@ -261,6 +247,23 @@ class LogFollower:
     @stalls.setter
     def stalls(self, stalls: StallWatch | None) -> None:
         self.recorder.stalls = stalls
+
+    @property
+    def global_ranks(self) -> dict[int, int] | None:
+        """A node of a job of many nodes: its local ranks -> the job's global ranks
+        (LineTaker.global_ranks). None: one node, where the two are the same."""
+        return self.taker.global_ranks
+
+    @global_ranks.setter
+    def global_ranks(self, mapping: dict[int, int] | None) -> None:
+        self.taker.global_ranks = mapping
+
+    def set_global_ranks(self, mapping: dict[int, int]) -> None:
+        """This node's local ranks -> the job's global ranks (supervisor/globalranks.py)."""
+        self.taker.set_global_ranks(mapping)
+
+    def tail_lines(self) -> dict[str, list[str]]:
+        return self.taker.tail_lines()
 
     def fileno(self) -> int | None:
         """A descriptor that becomes readable when a followed log changed (None: poll only)."""
@@ -557,14 +560,15 @@ class LogFollower:
         self.take_read()  # (a busy log read here, or to its end at the job's exit)
         while self._deferred and self._catching_up():
             self.take_read()  # logs whose looks saw more than _MAX_READ: read on
-        if self._held:
-            self._release_held(now, final)
+        if self.taker.held:
+            self.taker.release_held(now, final)
         if final:
             self._record_pending_losses(now)
         if final or now - self._marked_at >= LOG_MARK_S:
             self._mark(now)
-        if not self._told_no_steps and self._first_line_at is not None and \
-                now - self._first_line_at >= NO_STEP_AFTER_S:
+        first_line_at = self.taker.first_line_at
+        if not self._told_no_steps and first_line_at is not None and \
+                now - first_line_at >= NO_STEP_AFTER_S:
             self._tell_if_no_steps(now)
 
     def _read_logs(self, now: float, final: bool, figures: list[LogLines]) -> None:
@@ -671,7 +675,7 @@ class LogFollower:
                 stamp = _written_at(followed.modified_ns, now, followed.grew_at)
             followed.held.clear()
             self.recorder.record(figures)  # those read before it first, in the order read
-            self._take_chunk(followed, chunk, stamp)
+            self.taker.take_chunk(followed, chunk, stamp)
             return followed.offset - before >= _MAX_READ
         base = followed.offset - len(whole)  # where `whole` begins in the file
         read_at = self.stalls.read_at
@@ -687,13 +691,13 @@ class LogFollower:
             # A line printed before the first step known: just before it.
             stamps = [min(now, first - 1e-6) if t is None else t for t in times[:take]]
             lines = whole[:start - base - 1].decode("utf-8", "replace").split("\n")
-            self._take_lines(followed, lines, stamps, figures)
+            self.taker.take_lines(followed, lines, stamps, figures)
             followed.held = [mark for mark in followed.held if mark[0] > start]
         offsets.forget_before(ident, start)  # (at every poll: a quiet stderr's steps too)
         followed.pending = whole[start - base:]
         if not followed.held and followed.pending.endswith(b"]"):
             self.recorder.record(figures)
-            self._take_bar_positions(followed, now)
+            self.taker.take_bar_positions(followed, now)
         return followed.offset - before >= _MAX_READ
 
     def _shed_flood(self, now: float, final: bool) -> None:
@@ -758,7 +762,7 @@ class LogFollower:
                 lines = [data[a:b] for a, b in spans]
                 stamps = interpolated_stamps([base + b for _, b in spans], anchors)
                 followed.pending, followed.parsed = b"", 0
-                self._take_lines(followed, [line.decode("utf-8", "replace") for line in lines],
+                self.taker.take_lines(followed, [line.decode("utf-8", "replace") for line in lines],
                                  stamps)
                 kept += lines
         skipped = target - followed.offset
@@ -810,14 +814,15 @@ class LogFollower:
     def _tell_if_no_steps(self, now: float) -> None:
         """Say so, once, when the job printed for a while and no step was found anywhere."""
         recorder = self.recorder
-        if recorder.steps_written or self._lines < NO_STEP_MIN_LINES or \
+        taker = self.taker
+        if recorder.steps_written or taker.line_count < NO_STEP_MIN_LINES or \
                 recorder.probed_ranks or self._probe_folder.files(auto=True):
             return
         self._told_no_steps = True
-        shown = [line for tail in self.tails.values() for line in tail if line.strip()][-3:]
+        shown = [line for tail in taker.tails.values() for line in tail if line.strip()][-3:]
         self.writer.write("warning", t=now, source="steps", message=(
-            f"no training step recognised in {self._lines} log lines over "
-            f"{now - (self._first_line_at or now):.0f} s (last lines: "
+            f"no training step recognised in {taker.line_count} log lines over "
+            f"{now - (taker.first_line_at or now):.0f} s (last lines: "
             + " | ".join(repr(line[:120]) for line in shown)
             + "); try a pattern with `neurotui patterns LOGFILE --step-pattern REGEX`, then "
             "run with --step-pattern, or call neurotui.probe.step() after each step"))
@@ -951,7 +956,7 @@ class LogFollower:
         if chunk:
             stamp = _written_at(followed.modified_ns, now, followed.grew_at)
             followed.grew_at = now
-        self._take_chunk(followed, chunk, stamp)
+        self.taker.take_chunk(followed, chunk, stamp)
         return followed.offset - before >= _MAX_READ
 
     def _cannot_open(self, exc: OSError, now: float) -> None:
@@ -1018,7 +1023,7 @@ class LogFollower:
                 continue
             lines = piece.count(b"\n")  # the lines this piece completes
             self._count_shared(lines, max(0, lines - 1))
-            self._take_chunk(followed, piece, stamp)
+            self.taker.take_chunk(followed, piece, stamp)
 
     def _take_looked_lines(self, followed: _Followed, start: int, data: bytes,
                            seen: list[tuple[int, float]], figures: list[LogLines],
@@ -1035,12 +1040,12 @@ class LogFollower:
             followed.pending = whole[cut + 1:]
             self._count_shared(len(stamps), shared)
             text = whole[:cut].decode("utf-8", "replace")
-            self._take_lines(followed, text.split("\n"), stamps, figures)
+            self.taker.take_lines(followed, text.split("\n"), stamps, figures)
         else:
             followed.pending = whole  # a line still being written
         if followed.pending.endswith(b"]"):
             self.recorder.record(figures)  # those read before it first, in the order read
-            self._take_bar_positions(followed, seen[-1][1])
+            self.taker.take_bar_positions(followed, seen[-1][1])
 
     def _count_shared(self, lines: int, shared: int) -> None:
         """`lines` read, of which `shared` came in a look at their log after another: written
@@ -1048,157 +1053,3 @@ class LogFollower:
         self._batch_lines += lines
         self._shared_now += shared
         self.shared_lines += shared
-
-    def _take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
-        """The lines of a piece read from `followed` at `now` (its stamp), and the positions
-        of a bar redrawn with carriage returns after them."""
-        if not followed.parsed and _CR not in chunk and _CR not in followed.pending:
-            # The usual piece (every step line comes this way): whole lines without a
-            # carriage return, each one position, taken without looking for positions.
-            raw_lines = followed.split(chunk)
-            if raw_lines:
-                text = b"\n".join(raw_lines).decode("utf-8", "replace")
-                self._take_lines(followed, text.split("\n"), [now] * len(raw_lines))
-            if not followed.pending.endswith(b"]"):
-                return  # and no carriage return waits: no bar position to take yet
-        else:
-            for raw in followed.split(chunk):
-                if followed.parsed:  # only the first line can hold positions parsed before
-                    rest = raw[followed.parsed:]
-                    followed.parsed = 0
-                    if not rest.strip(b"\r \t"):
-                        # Every position was parsed as it came: the line's last goes to the
-                        # tail.
-                        last = raw.decode("utf-8", errors="replace").rstrip("\r")
-                        self._take(last.rsplit("\r", 1)[-1], followed, now, parse=False)
-                    else:
-                        self._take_positions(rest.decode("utf-8", errors="replace"),
-                                             followed, now, whole_line=True)
-                    continue
-                self._take_positions(raw.decode("utf-8", errors="replace"), followed, now,
-                                     whole_line=True)
-        self._take_bar_positions(followed, now)
-
-    def _take_bar_positions(self, followed: _Followed, now: float) -> None:
-        """A bar redrawn with carriage returns: its positions so far, without waiting for the
-        newline that comes at the end of the epoch."""
-        cut = followed.pending.rfind(b"\r")
-        if followed.pending.endswith(b"]"):
-            # tqdm draws "\r" then the bar, closed by "]": the newest position is whole now.
-            cut = len(followed.pending)
-        if cut >= followed.parsed:
-            positions = followed.pending[followed.parsed:cut]
-            self._take_positions(positions.decode("utf-8", errors="replace"), followed, now,
-                                 whole_line=False)
-            followed.parsed = cut + 1
-
-    def _take_positions(self, text: str, followed: _Followed, now: float, *,
-                        whole_line: bool) -> None:
-        """One line's text, or the positions a bar drew on it with carriage returns."""
-        if "\r" not in text:
-            self._take(text, followed, now, keep_in_tail=whole_line)
-            return
-        positions = [p for p in text.split("\r") if p.strip()]
-        for i, position in enumerate(positions):
-            self._take(position, followed, now,
-                       keep_in_tail=whole_line and i == len(positions) - 1)
-
-    def set_global_ranks(self, mapping: dict[int, int]) -> None:
-        """This node's local ranks -> the job's global ranks (supervisor/globalranks.py);
-        the lines held for want of it are taken now, with the stamps they were read at."""
-        self.global_ranks = dict(mapping)
-        for followed in [f for f in self._held if f.rank in mapping]:
-            for line, stamp, keep_in_tail, parse in self._held.pop(followed):
-                self._take(line, followed, stamp, keep_in_tail=keep_in_tail, parse=parse)
-        if not self._held:
-            self._held_since = None
-
-    def _release_held(self, now: float, final: bool) -> None:
-        """The global ranks did not come (the ranks' environments could not be read) in
-        GLOBAL_RANKS_WAIT_S, or the job ended: the held lines go in under their local ranks,
-        and the session says so."""
-        if self._held_since is None or \
-                (not final and now - self._held_since < GLOBAL_RANKS_WAIT_S):
-            return
-        held, since = self._held, self._held_since
-        self._held, self._held_since = {}, None
-        mapping = self.global_ranks
-        self.global_ranks = None  # from now on, local ranks
-        for followed, lines in held.items():
-            for line, stamp, keep_in_tail, parse in lines:
-                self._take(line, followed, stamp, keep_in_tail=keep_in_tail, parse=parse)
-        self.global_ranks = mapping
-        self.writer.write("warning", t=now, source="ranks", message=(
-            f"the job's global ranks of this node's ranks "
-            f"{sorted(f.rank for f in held if f.rank is not None)} are unknown after "
-            f"{now - since:.0f} s (their environments could not be read): their log lines "
-            "are recorded under their local ranks"))
-
-    def _take_lines(self, followed: _Followed, lines: list[str], stamps: list[float],
-                    figures: list[LogLines] | None = None) -> None:
-        """Whole lines of one log, each with its stamp: kept in its rank's tail and parsed in
-        one batch (what _take does a line at a time, without its per-line costs). Step lines
-        of the short way are recorded, or wait in `figures` for the caller to record
-        (_record_figures) with other logs'; what is recorded otherwise comes after them."""
-        rank = followed.rank
-        if (rank is None and self.parse_launcher) or (rank is not None and \
-                self.global_ranks is not None and rank not in self.global_ranks):
-            # The launcher's ranks are in each line's prefix; a rank's global rank is not
-            # known yet (its lines are held): a line at a time.
-            if figures:
-                self.recorder.record(figures)
-            for line, stamp in zip(lines, stamps, strict=True):
-                self._take(line, followed, stamp)
-            return
-        if rank is not None and self.global_ranks is not None:
-            rank = self.global_ranks[rank]
-        tail = self.tails.get(rank)
-        if tail is None:
-            tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
-        last = lines[-_TAIL_LINES:]  # only the last lines stay anyway
-        tail.extend(last if max(map(len, last), default=0) <= TAIL_LINE_CHARS
-                    else map(capped, last))
-        self._lines += len(lines)
-        if self._first_line_at is None:
-            self._first_line_at = stamps[0]
-        if followed.rank is None:
-            return  # torchrun's console: the rank files are parsed instead
-        # A placed log's rank is timed by the probe's steps, which the stall watch has: it
-        # prefers them to log lines, so it is not told of each line as well.
-        watched = not followed.placed
-        if figures is None:
-            self.recorder.record([(lines, stamps, rank, watched)])
-        else:
-            figures.append((lines, stamps, rank, watched))  # parsed with the other logs'
-
-    def _take(self, line: str, followed: _Followed, now: float, *,
-              keep_in_tail: bool = True, parse: bool = True) -> None:
-        rank = followed.rank
-        if rank is not None and self.global_ranks is not None:
-            global_rank = self.global_ranks.get(rank)
-            if global_rank is None:
-                held = self._held.setdefault(followed, [])
-                if len(held) < HELD_LINES_MAX:
-                    held.append((line, now, keep_in_tail, parse))
-                    if self._held_since is None:
-                        self._held_since = now
-                    return
-            else:
-                rank = global_rank
-        if rank is None and self.parse_launcher:
-            rank, line = strip_rank_prefix(line)  # a plain command: ranks only by prefix
-        if keep_in_tail:  # a bar's every redraw would push the real last lines out
-            tail = self.tails.get(rank)
-            if tail is None:
-                tail = self.tails[rank] = deque(maxlen=_TAIL_LINES)
-            tail.append(line if len(line) <= TAIL_LINE_CHARS else capped(line))
-            self._lines += 1
-            if self._first_line_at is None:
-                self._first_line_at = now
-        if not parse or (followed.rank is None and not self.parse_launcher):
-            return  # torchrun's console: the rank files are parsed instead
-        self.recorder.record_line(self.parser.parse_values(line), rank, line, now)
-
-    def tail_lines(self) -> dict[str, list[str]]:
-        return {("launcher" if k is None else str(k)): list(v) for k, v in self.tails.items()}
-

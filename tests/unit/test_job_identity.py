@@ -13,7 +13,8 @@ from neurotui.session import layout
 from neurotui.session.jobid import job_identity, torchrun_flags
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor.logfollow import GLOBAL_RANKS_WAIT_S, LogFollower
+from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.logtakes import GLOBAL_RANKS_WAIT_S
 
 TWO_NODES_C10D = ["--nnodes=2", "--nproc_per_node", "2", "--rdzv-backend=c10d",
                   "--rdzv-endpoint", "10.0.0.1:29400", "--rdzv-id", "llama-7", "--node_rank",
@@ -77,7 +78,8 @@ def _node_follower(tmp_path: Path) -> tuple[Path, EventWriter, LogFollower, Path
     write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
     writer = EventWriter(session / layout.EVENTS)
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False,
-                           watch=False, global_ranks={})
+                           watch=False)
+    follower.global_ranks = {}  # a node of many: its ranks' lines held until known
     log = session / "logs" / "torchrun" / "J_x" / "attempt_0" / "0" / "stdout.log"
     log.parent.mkdir(parents=True)
     return session, writer, follower, log
