@@ -38,12 +38,9 @@ from neurotui.sources.steplog import (
 )
 from neurotui.supervisor import spool
 from neurotui.supervisor.floodgate import (
-    RESUME_BYTES,
-    SCAN_BYTES,
     FloodGate,
-    interpolated_stamps,
     size_text,
-    skip_line,
+    skip_ahead,
 )
 from neurotui.supervisor.followedlogs import (
     _CR,
@@ -725,86 +722,11 @@ class LogFollower:
                 continue
             followed.flooding = status.st_size - followed.offset > behind_max
             if followed.flooding:
-                self._skip_ahead(followed, status.st_size, status.st_mtime_ns, now)
+                skip_ahead(flood, followed, status.st_size, status.st_mtime_ns, now,
+                           take_lines=self.taker.take_lines, writer=self.writer,
+                           offsets=self.stalls.offsets if self.stalls is not None else None,
+                           deferred=self._deferred)
             followed.flood_mark = (status.st_size, now)
-
-    def _skip_ahead(self, followed: _Followed, size: int, modified_ns: int,
-                    now: float) -> None:
-        """Skip `followed` ahead to a line's end near RESUME_BYTES before `size`: the bytes
-        skipped are scanned for the lines a step or compile line could be, which are taken as
-        read (and kept in the session's copy, after a line saying what was dropped); the
-        rest is neither taken nor copied, and its spool memory is given back."""
-        assert followed.fd is not None
-        # Where each look saw the log end, and when: the stamps of the lines kept.
-        anchors = sorted(look for look in [*followed.looks, followed.flood_mark]
-                         if look is not None and look[0] > followed.offset)
-        anchors.append((size, _written_at(modified_ns, now, followed.grew_at)))
-        for i in range(1, len(anchors)):  # (a look's stamp and a file's time: never back)
-            if anchors[i][1] < anchors[i - 1][1]:
-                anchors[i] = (anchors[i][0], anchors[i - 1][1])
-        start, until = followed.offset, size - RESUME_BYTES
-        pending, parsed = followed.pending, followed.parsed
-        head, target, kept = pending, start, []
-        while start < until:
-            chunk = os.pread(followed.fd, min(SCAN_BYTES, until - start), start)
-            if not chunk:
-                break
-            data, base = head + chunk, start - len(head)  # base: where `data` begins
-            start += len(chunk)
-            cut = data.rfind(b"\n") + 1
-            if not cut and len(data) <= SCAN_BYTES:
-                head = data  # no line ends in it yet: it goes on in the next scan
-                continue
-            cut = cut or len(data)  # a line longer than a scan: its start is dropped
-            head, data, target = data[cut:], data[:cut], base + cut
-            spans = self.flood.candidates(data)
-            if spans:
-                lines = [data[a:b] for a, b in spans]
-                stamps = interpolated_stamps([base + b for _, b in spans], anchors)
-                followed.pending, followed.parsed = b"", 0
-                self.taker.take_lines(followed, [line.decode("utf-8", "replace") for line in lines],
-                                 stamps)
-                kept += lines
-        skipped = target - followed.offset
-        if skipped <= 0:  # not one line ended in what could be skipped: read on as usual
-            followed.pending, followed.parsed = pending, parsed
-            return
-        followed.pending, followed.parsed = b"", 0  # (the line after `target` is read again)
-        # The session's copy: what it had, the line saying what was dropped, the lines kept.
-        if followed.copy is not None:
-            followed.copy.flush(now)
-            dropped = skipped - sum(len(line) + 1 for line in kept)
-            # (on a line of its own, after the part of a line the copy has)
-            followed.copy.add(b"\n" * bool(pending) + skip_line(dropped, len(kept)), now)
-            followed.copy.write(b"".join(line + b"\n" for line in kept), now)  # (capped)
-        followed.offset = target
-        followed.seen = max(followed.seen, target)
-        followed.looks = [look for look in followed.looks if look[0] > target]
-        if not followed.looks:  # what is left is read at this poll, as usual
-            followed.behind = True
-            if followed in self._deferred:
-                self._deferred.remove(followed)
-        followed.held.clear()
-        offsets = self.stalls.offsets if self.stalls is not None else None
-        if offsets is not None and followed.ident is not None and followed.ident in offsets:
-            offsets.forget_before(followed.ident, target)
-        if followed.copy is not None:
-            upto = target - target % 4096  # whole pages only
-            if upto > followed.freed and spool.punch_hole(followed.fd, followed.freed, upto):
-                followed.freed = upto
-        flood = self.flood
-        if followed.name not in flood.skipped:
-            flood.skipped[followed.name] = 0
-            self.writer.write("warning", t=now, source="logs", message=(
-                f"{followed.name}: the job prints faster than the supervisor reads (a flood "
-                f"of output): {size_text(skipped)} of it skipped, its {len(kept)} step and "
-                f"compile lines kept; it skips ahead whenever it is more than "
-                f"{size_text(flood.behind_max)} behind ({size_text(flood.flooding_behind_max)} "
-                "while the flood lasts), and says so in the log (meta.json's log_dropped "
-                "counts it all)"))
-        flood.skipped[followed.name] += skipped
-        flood.skips += 1
-        flood.kept_lines += len(kept)
 
     def _record_pending_losses(self, now: float) -> None:
         if self.spool_dir is not None:
