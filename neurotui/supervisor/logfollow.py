@@ -21,11 +21,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import math
 import os
 import resource
 import time
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,14 +47,13 @@ from neurotui.supervisor.followedlogs import (
     _Changes,
     _changes,
     _Followed,
-    _line_ends,
-    _looked_stamps,
     _modified_times,
     _Pieces,
     _write_rate,
     _written_at,
 )
 from neurotui.supervisor.logtakes import LineTaker
+from neurotui.supervisor.placing import read_placed
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.steprecorder import LogLines, StepRecorder
 
@@ -110,10 +107,6 @@ a look costs about 1 ms, so every 5 s it was a twentieth of the supervisor's cos
 NO_STEP_AFTER_S = 60.0
 """A job that printed this long (and NO_STEP_MIN_LINES lines) with no step found is told so."""
 NO_STEP_MIN_LINES = 20
-PLACE_AFTER_S = 0.5
-"""A line of a log placed by the probe's steps (_read_placed) that no later step bounds yet is
-placed once the probe files were read this long after the line was: the probe writes a step
-within 50 ms of it, so every step done before the line was printed is known by then."""
 _RESUME_LOOKBACK_S = 60.0
 _RESUME_SCAN_BYTES = 64 << 20
 
@@ -642,60 +635,10 @@ class LogFollower:
 
     def _read_placed(self, followed: _Followed, now: float, final: bool,
                      figures: list[LogLines]) -> bool:
-        """What a placed log gained (_place_new_logs): each complete line stamped with the
-        time of the probe's last step before it was printed, once that step is sure: a later
-        step is known, or the probe files were read PLACE_AFTER_S after the line was, or the
-        job has exited. The lines after it wait in `pending` for the next poll (not marked
-        read: an adopting supervisor reads them again). True when there may be more (a full
-        read)."""
-        assert self.stalls is not None and followed.ident is not None
-        before = followed.offset
-        try:
-            chunk = followed.read_chunk(now)
-        except OSError as exc:
-            self._cannot_open(exc, now)
-            return False
-        if chunk:
-            followed.held.append((followed.offset, now))
-        elif not followed.pending:
-            # Nothing new, nothing waiting (a rank's quiet stderr, half of the placed logs):
-            # its steps need no forgetting either, as a step printing nothing replaces the one
-            # before it (StepOffsets.add_many).
-            return False
-        offsets, ident = self.stalls.offsets, followed.ident
-        whole = followed.pending + chunk
-        if followed.parsed or _CR in whole or ident not in offsets:
-            # A bar redrawn with carriage returns (or steps forgotten at a new attempt): all
-            # of it at once, stamped by the last step before the read's end.
-            stamp = offsets.place(ident, followed.offset)[0] if ident in offsets else None
-            if stamp is None:
-                stamp = _written_at(followed.modified_ns, now, followed.grew_at)
-            followed.held.clear()
-            self.recorder.record(figures)  # those read before it first, in the order read
-            self.taker.take_chunk(followed, chunk, stamp)
-            return followed.offset - before >= _MAX_READ
-        base = followed.offset - len(whole)  # where `whole` begins in the file
-        read_at = self.stalls.read_at
-        ripe = math.inf if final else max(
-            (end for end, read in followed.held if read + PLACE_AFTER_S <= read_at), default=-1)
-        ends = _line_ends(whole, base)
-        times, first, bounded = offsets.place_all(ident, [base, *ends[:-1]] if ends else [])
-        # The lines a later step bounds, and those the probe was read long enough after
-        # (both the first ones): the rest wait, as a step not read yet may come first.
-        take = max(bounded, bisect_right(ends, ripe))
-        start = ends[take - 1] if take else base
-        if take:
-            # A line printed before the first step known: just before it.
-            stamps = [min(now, first - 1e-6) if t is None else t for t in times[:take]]
-            lines = whole[:start - base - 1].decode("utf-8", "replace").split("\n")
-            self.taker.take_lines(followed, lines, stamps, figures)
-            followed.held = [mark for mark in followed.held if mark[0] > start]
-        offsets.forget_before(ident, start)  # (at every poll: a quiet stderr's steps too)
-        followed.pending = whole[start - base:]
-        if not followed.held and followed.pending.endswith(b"]"):
-            self.recorder.record(figures)
-            self.taker.take_bar_positions(followed, now)
-        return followed.offset - before >= _MAX_READ
+        """What a placed log gained, placed by the probe's steps (placing.py)."""
+        assert self.stalls is not None
+        return read_placed(followed, now, final, figures, stalls=self.stalls, taker=self.taker,
+                           recorder=self.recorder, cannot_open=self._cannot_open)
 
     def _shed_flood(self, now: float, final: bool) -> None:
         """Skip ahead in each log the follower is too far behind (floodgate.py): at the job's
@@ -930,44 +873,13 @@ class LogFollower:
                     self._deferred.append(followed)
                 if followed.parsed or _CR in data or _CR in followed.pending:
                     self.recorder.record(figures)  # those read before it first, in the order read
-                    self._take_pieces(followed, _Pieces(start, data), seen)
+                    self.taker.take_pieces(followed, _Pieces(start, data), seen,
+                                           self._count_shared)
                 else:
-                    self._take_looked_lines(followed, start, data, seen, figures, stamped)
+                    self.taker.take_looked_lines(followed, start, data, seen, figures,
+                                                 self._count_shared, stamped)
         finally:  # (what was read before a failure is recorded all the same)
             self.recorder.record(figures)
-
-    def _take_pieces(self, followed: _Followed, pieces: _Pieces,
-                     seen: list[tuple[int, float]]) -> None:
-        """A read holding carriage returns (a bar), a look's piece at a time."""
-        for size, stamp in seen:
-            piece = pieces.upto(size)
-            if not piece:
-                continue
-            lines = piece.count(b"\n")  # the lines this piece completes
-            self._count_shared(lines, max(0, lines - 1))
-            self.taker.take_chunk(followed, piece, stamp)
-
-    def _take_looked_lines(self, followed: _Followed, start: int, data: bytes,
-                           seen: list[tuple[int, float]], figures: list[LogLines],
-                           stamped: tuple[list[float], int] | None = None) -> None:
-        """Whole lines without a carriage return (every step line comes this way), read in
-        one go from `start` and each stamped with the first look that saw all of it; step
-        lines of the short way wait in `figures` (_take_lines). `stamped`: the lines' stamps
-        and how many shared one, found as the read was made (_looker.c's read_looked)."""
-        whole = followed.pending + data
-        cut = whole.rfind(b"\n")
-        if cut >= 0:
-            stamps, shared = stamped if stamped is not None else \
-                _looked_stamps(whole, start - len(followed.pending), seen)
-            followed.pending = whole[cut + 1:]
-            self._count_shared(len(stamps), shared)
-            text = whole[:cut].decode("utf-8", "replace")
-            self.taker.take_lines(followed, text.split("\n"), stamps, figures)
-        else:
-            followed.pending = whole  # a line still being written
-        if followed.pending.endswith(b"]"):
-            self.recorder.record(figures)  # those read before it first, in the order read
-            self.taker.take_bar_positions(followed, seen[-1][1])
 
     def _count_shared(self, lines: int, shared: int) -> None:
         """`lines` read, of which `shared` came in a look at their log after another: written

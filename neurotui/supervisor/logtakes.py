@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import StepLineParser, strip_rank_prefix
-from neurotui.supervisor.followedlogs import _CR, _Followed
+from neurotui.supervisor.followedlogs import _CR, _Followed, _looked_stamps, _Pieces
 from neurotui.supervisor.steprecorder import TAIL_LINE_CHARS, LogLines, StepRecorder, capped
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _TAIL_LINES = 20
 GLOBAL_RANKS_WAIT_S = 30.0
@@ -40,6 +44,42 @@ class LineTaker:
     held: dict[_Followed, list[tuple[str, float, bool, bool]]] = field(default_factory=dict)
     """Lines of a rank whose global rank is not known yet, with their stamps (see _take)."""
     held_since: float | None = None
+
+    def take_pieces(self, followed: _Followed, pieces: _Pieces,
+                    seen: list[tuple[int, float]],
+                    count_shared: Callable[[int, int], None]) -> None:
+        """A read holding carriage returns (a bar), a look's piece at a time."""
+        for size, stamp in seen:
+            piece = pieces.upto(size)
+            if not piece:
+                continue
+            lines = piece.count(b"\n")  # the lines this piece completes
+            count_shared(lines, max(0, lines - 1))
+            self.take_chunk(followed, piece, stamp)
+
+    def take_looked_lines(self, followed: _Followed, start: int, data: bytes,
+                          seen: list[tuple[int, float]], figures: list[LogLines],
+                          count_shared: Callable[[int, int], None],
+                          stamped: tuple[list[float], int] | None = None) -> None:
+        """Whole lines without a carriage return (every step line comes this way), read in
+        one go from `start` and each stamped with the first look that saw all of it; step
+        lines of the short way wait in `figures` (take_lines); `count_shared` is told how
+        many lines came and how many shared a stamp. `stamped`: the lines' stamps
+        and how many shared one, found as the read was made (_looker.c's read_looked)."""
+        whole = followed.pending + data
+        cut = whole.rfind(b"\n")
+        if cut >= 0:
+            stamps, shared = stamped if stamped is not None else \
+                _looked_stamps(whole, start - len(followed.pending), seen)
+            followed.pending = whole[cut + 1:]
+            count_shared(len(stamps), shared)
+            text = whole[:cut].decode("utf-8", "replace")
+            self.take_lines(followed, text.split("\n"), stamps, figures)
+        else:
+            followed.pending = whole  # a line still being written
+        if followed.pending.endswith(b"]"):
+            self.recorder.record(figures)  # those read before it first, in the order read
+            self.take_bar_positions(followed, seen[-1][1])
 
     def take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
         """The lines of a piece read from `followed` at `now` (its stamp), and the positions

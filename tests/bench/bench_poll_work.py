@@ -65,9 +65,9 @@ PIECES = {
     "stall watch": "the stall watch told of each step (StallWatch.rank_steps)",
     "encoding": "the step records' encoding and writing (StepRecorder._write_steps)",
     "records": "the step records, encoding and stall watch included (StepRecorder.record)",
-    "lines": "the lines' tails, parse and records (_take_lines)",
+    "lines": "the lines' tails, parse and records (LineTaker.take_lines)",
     "takes": "all of the lines' handling after their read: stamps, split, tails, parse, "
-             "records (_take_looked_lines)",
+             "records (LineTaker.take_looked_lines)",
 }
 """Pieces of the logs' path `--breakdown` takes out, each with what it stands for; each one
 named later holds those before it."""
@@ -75,19 +75,19 @@ named later holds those before it."""
 
 def take_out(pieces: list[str]) -> None:
     """Replace `pieces` (of PIECES) with what does nothing, in this process (a child's)."""
-    from neurotui.supervisor.logfollow import LogFollower
+    from neurotui.supervisor.logtakes import LineTaker
     from neurotui.supervisor.stallwatch import StallWatch
     from neurotui.supervisor.steprecorder import StepRecorder
 
-    def pending_dropped(self: LogFollower, followed: object, *_: object) -> None:
+    def pending_dropped(self: LineTaker, followed: object, *_: object) -> None:
         followed.pending = b""  # type: ignore[attr-defined]
 
     nothing = {
         "stall watch": (StallWatch, "rank_steps", lambda self, *args: None),
         "encoding": (StepRecorder, "_write_steps", lambda self, batch: batch.clear()),
         "records": (StepRecorder, "record", lambda self, figures, **_: figures.clear()),
-        "lines": (LogFollower, "_take_lines", lambda self, *args: None),
-        "takes": (LogFollower, "_take_looked_lines", pending_dropped),
+        "lines": (LineTaker, "take_lines", lambda self, *args: None),
+        "takes": (LineTaker, "take_looked_lines", pending_dropped),
     }
     for piece in pieces:
         owner, name, replacement = nothing[piece]

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from neurotui.collect import host
-from neurotui.supervisor import logfollow, steprecorder
+from neurotui.supervisor import followedlogs, steprecorder
 
 DONE, NEW_RANK, PYTHON = 0, 1, 2
 LLONG_MAX = 2**63 - 1
@@ -211,7 +211,7 @@ def fuzz_record_steps(rng: random.Random, seconds: float) -> int:
     return calls
 
 
-# -- _looker.read_looked against logfollow._looked_stamps ----------------------------------
+# -- _looker.read_looked against followedlogs._looked_stamps ----------------------------------
 
 def fuzz_read_looked(rng: random.Random, seconds: float, folder: Path) -> int:
     from neurotui.supervisor._looker import read_looked
@@ -255,7 +255,7 @@ def fuzz_read_looked(rng: random.Random, seconds: float, folder: Path) -> int:
                     continue  # (an extreme that is still a read: no twin for its arguments)
                 assert data == text[offset:max(offset, min(sizes[-1] if sizes else 0,
                                                            offset + most))], (offset, most)
-                assert (stamps, shared) == logfollow._looked_stamps(data, offset, looks), \
+                assert (stamps, shared) == followedlogs._looked_stamps(data, offset, looks), \
                     (offset, most, looks)
         finally:
             os.close(fd)

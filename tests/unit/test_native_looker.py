@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from neurotui.supervisor import logfollow
+from neurotui.supervisor import followedlogs, logfollow
 
 INTERVAL_S = 0.02
 
@@ -141,7 +141,7 @@ def test_the_thread_blocks_every_signal_and_ends_at_close(logs) -> None:
 
 
 def test_read_looked_reads_and_stamps_each_line_as_the_python_loop_does(tmp_path: Path) -> None:
-    """_looker.c's read_looked against logfollow._looked_stamps (the loop it replaces, kept
+    """_looker.c's read_looked against followedlogs._looked_stamps (the loop it replaces, kept
     where the module was not built), on a real file: random lines, looks at random sizes
     (some before the read's start, some within a line), reads cut short by `most`, and the
     read's bytes those of the file."""
@@ -164,7 +164,7 @@ def test_read_looked_reads_and_stamps_each_line_as_the_python_loop_does(tmp_path
             data, stamps, shared = read_looked(fd, offset, most, looks)
             assert data == text[offset:max(offset, min(sizes[-1], offset + most))]
             pending = b"p" * rng.randint(0, 3)  # (a line's start read before: no newline)
-            assert (stamps, shared) == logfollow._looked_stamps(
+            assert (stamps, shared) == followedlogs._looked_stamps(
                 pending + data, offset - len(pending), looks)
         assert read_looked(fd, 10, 100, []) == (b"", [], 0)
     finally:

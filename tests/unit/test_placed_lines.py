@@ -12,7 +12,8 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
-from neurotui.supervisor.logfollow import PLACE_AFTER_S, LogFollower
+from neurotui.supervisor.logfollow import LogFollower
+from neurotui.supervisor.placing import PLACE_AFTER_S
 from neurotui.supervisor.stallwatch import StallWatch
 from neurotui.supervisor.stepoffsets import KEPT, StepOffsets
 
