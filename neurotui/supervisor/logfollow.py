@@ -146,6 +146,67 @@ def resume_point(events: Path, attempt: int) -> tuple[dict[str, int] | None, dic
     return mark, steps
 
 
+def log_timing(*, all_polled: bool, parse_launcher: bool, placed_logs: int,
+               polled_probe_logs: int, poll_s: float, batched: bool, shared_lines: int,
+               native_looks: bool) -> dict[str, object]:
+    """How the lines' times were taken, for meta.json's `log_timing`: `all_polled`, the logs
+    read at polls (no inotify, or a log it could not watch); `batched`, read in batches at
+    some point; `native_looks`, the native looker looked at the busy logs."""
+    placed = "" if not placed_logs else (
+        f"; the {placed_logs} logs of ranks timed by the automatic probe are read at "
+        "polls, each line stamped with the time of the probe's step it was printed after "
+        "(by how far the log was written at each step)")
+    if all_polled:
+        return {"method": "poll", "max_delay_s": POLL_S, "placed_logs": placed_logs,
+                "note": f"logs read every {POLL_S:g} s; the lines of a read stamped with "
+                        "their log's modification time (when its last line was written)"
+                        + placed}
+    polled = "" if parse_launcher else (
+        "; the launcher's console (torchrun's own messages) is read at polls")
+    polled += placed
+    if polled_probe_logs:
+        polled += (f"; the {polled_probe_logs} logs of ranks that report their steps "
+                  f"through probe.step() are read at polls (their step lines are not "
+                  f"recorded; their compile lines are up to {poll_s:g} s late)")
+    if batched:
+        return {"method": "inotify", "max_delay_s": None,
+                "shared_stamp_lines": shared_lines,
+                "batch_looks": "native thread" if native_looks else "python",
+                "polled_probe_logs": polled_probe_logs,
+                "placed_logs": placed_logs, "note": (
+            "lines stamped as soon as the kernel said their log changed; while "
+            f"the logs changed more than {BUSY_CHANGES_PER_S} times a second, read in "
+            f"batches {BATCH_MIN_S * 1000:.0f} to {BATCH_MAX_S * 1000:.0f} ms apart (a "
+            "share of the time between two lines of the busiest log) and stamped with "
+            "their log's modification time (the kernel's timestamp granularity, a few ms "
+            f"at most); {shared_lines} lines came in one read with a later line of "
+            f"their log and carry its time (up to one batch late){polled}")}
+    return {"method": "inotify", "max_delay_s": None,
+            "polled_probe_logs": polled_probe_logs,
+            "placed_logs": placed_logs,
+            "note": "lines stamped as soon as the kernel said their log changed"
+            + polled}
+
+
+def _folders_changed(times: dict[Path, int] | None, discovered_at: float,
+                     now: float) -> bool:
+    """Without folder watches: whether a folder logs may appear in changed since the
+    last look for logs (at `discovered_at`, when their times were `times`), or may have (a
+    change within its coarse time stamp's SETTLED_DIR_S), or REDISCOVER_S passed. A look at
+    each folder's time is a tenth of looking through them (torchrun's folders of 32 ranks:
+    0.15 against 1.4 ms, twice a second), and a rank's folder is not looked at once both its
+    logs are followed (at 32 ranks, 4 folders' times a poll, not 36: 0.04% of a core)."""
+    if times is None or now - discovered_at >= REDISCOVER_S:
+        return True
+    for folder, seen in times.items():
+        try:
+            modified = os.stat(folder).st_mtime_ns
+        except OSError:
+            return True
+        if modified != seen or now - modified / 1e9 < layout.SETTLED_DIR_S:
+            return True
+    return False
+
 
 @dataclass
 class LogFollower:
@@ -262,40 +323,11 @@ class LogFollower:
     @property
     def timing(self) -> dict[str, object]:
         """How the lines' times were taken, for meta.json's `log_timing`."""
-        placed = "" if not self._placed_logs else (
-            f"; the {self._placed_logs} logs of ranks timed by the automatic probe are read at "
-            "polls, each line stamped with the time of the probe's step it was printed after "
-            "(by how far the log was written at each step)")
-        if self._changes is None or self._unwatched:
-            return {"method": "poll", "max_delay_s": POLL_S, "placed_logs": self._placed_logs,
-                    "note": f"logs read every {POLL_S:g} s; the lines of a read stamped with "
-                            "their log's modification time (when its last line was written)"
-                            + placed}
-        polled = "" if self.parse_launcher else (
-            "; the launcher's console (torchrun's own messages) is read at polls")
-        polled += placed
-        if self._polled_probe_logs:
-            polled += (f"; the {self._polled_probe_logs} logs of ranks that report their steps "
-                      f"through probe.step() are read at polls (their step lines are not "
-                      f"recorded; their compile lines are up to {self.poll_s:g} s late)")
-        if self._batched:
-            return {"method": "inotify", "max_delay_s": None,
-                    "shared_stamp_lines": self.shared_lines,
-                    "batch_looks": "native thread" if self._looker is not None else "python",
-                    "polled_probe_logs": self._polled_probe_logs,
-                    "placed_logs": self._placed_logs, "note": (
-                "lines stamped as soon as the kernel said their log changed; while "
-                f"the logs changed more than {BUSY_CHANGES_PER_S} times a second, read in "
-                f"batches {BATCH_MIN_S * 1000:.0f} to {BATCH_MAX_S * 1000:.0f} ms apart (a "
-                "share of the time between two lines of the busiest log) and stamped with "
-                "their log's modification time (the kernel's timestamp granularity, a few ms "
-                f"at most); {self.shared_lines} lines came in one read with a later line of "
-                f"their log and carry its time (up to one batch late){polled}")}
-        return {"method": "inotify", "max_delay_s": None,
-                "polled_probe_logs": self._polled_probe_logs,
-                "placed_logs": self._placed_logs,
-                "note": "lines stamped as soon as the kernel said their log changed"
-                + polled}
+        return log_timing(all_polled=self._changes is None or bool(self._unwatched),
+                          parse_launcher=self.parse_launcher, placed_logs=self._placed_logs,
+                          polled_probe_logs=self._polled_probe_logs, poll_s=self.poll_s,
+                          batched=self._batched, shared_lines=self.shared_lines,
+                          native_looks=self._looker is not None)
 
     @property
     def poll_s(self) -> float:
@@ -571,9 +603,12 @@ class LogFollower:
             # A watched log is read as far as its looks saw (take_read, above); polled, all
             # it gained.
             if followed.placed:
-                followed.behind = self._read_placed(followed, now, final, figures)
+                assert self.stalls is not None  # (placed by its probe steps' offsets)
+                placing = {"stalls": self.stalls, "taker": self.taker, "recorder": self.recorder,
+                           "cannot_open": self._cannot_open}
+                followed.behind = read_placed(followed, now, final, figures, **placing)
                 while followed.behind and (final or self._catching_up()):
-                    followed.behind = self._read_placed(followed, now, final, figures)
+                    followed.behind = read_placed(followed, now, final, figures, **placing)
             elif final or not followed.watched or followed.behind:
                 self.recorder.record(figures)  # those read before it first, in the order read
                 followed.behind = self._read(followed, now)
@@ -632,13 +667,6 @@ class LogFollower:
             if followed.looks:  # seen, not read yet: read and placed instead
                 followed.looks = []
                 self._deferred = [f for f in self._deferred if f is not followed]
-
-    def _read_placed(self, followed: _Followed, now: float, final: bool,
-                     figures: list[LogLines]) -> bool:
-        """What a placed log gained, placed by the probe's steps (placing.py)."""
-        assert self.stalls is not None
-        return read_placed(followed, now, final, figures, stalls=self.stalls, taker=self.taker,
-                           recorder=self.recorder, cannot_open=self._cannot_open)
 
     def _shed_flood(self, now: float, final: bool) -> None:
         """Skip ahead in each log the follower is too far behind (floodgate.py): at the job's
@@ -722,7 +750,8 @@ class LogFollower:
         if watching and not self._discover_due and \
                 now - self._discovered_at < REDISCOVER_WATCHED_S:
             return []
-        if not watching and not self._folders_changed(now):
+        if not watching and \
+                not _folders_changed(self._folder_times, self._discovered_at, now):
             return []
         self._discover_due, self._discovered_at = False, now
         found: list[_Followed] = []
@@ -761,25 +790,6 @@ class LogFollower:
         stdout, stderr = layout.TORCHRUN_RANK_LOG_NAMES
         return {path.parent for path in files
                 if path.name == stderr and path.with_name(stdout) in files}
-
-    def _folders_changed(self, now: float) -> bool:
-        """Without folder watches: whether a folder logs may appear in changed since the
-        last look for logs, or may have (a change within its coarse time stamp's
-        SETTLED_DIR_S), or REDISCOVER_S passed. A look at each folder's time is a tenth of
-        looking through them (torchrun's folders of 32 ranks: 0.15 against 1.4 ms, twice a
-        second), and a rank's folder is not looked at once both its logs are followed (at
-        32 ranks, 4 folders' times a poll, not 36: 0.04% of a core)."""
-        times = self._folder_times
-        if times is None or now - self._discovered_at >= REDISCOVER_S:
-            return True
-        for folder, seen in times.items():
-            try:
-                modified = os.stat(folder).st_mtime_ns
-            except OSError:
-                return True
-            if modified != seen or now - modified / 1e9 < layout.SETTLED_DIR_S:
-                return True
-        return False
 
     def _follow(self, path: Path, rank: int | None) -> _Followed:
         relative = path.relative_to(self.logs_root).as_posix()
