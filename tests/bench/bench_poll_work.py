@@ -34,7 +34,7 @@ instructions it takes away. What remains once all of the lines' handling is out 
 the second's loops.
 
     .venv/bin/python tests/bench/bench_poll_work.py [--cases placed,logs] [--ranks 32]
-        [--rate 10] [--seconds 16] [--lines runner] [--breakdown]
+        [--rate 10] [--seconds 16] [--lines runner] [--python-records] [--breakdown]
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def take_out(pieces: list[str]) -> None:
 
 
 def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
-           following: bool) -> tuple[float, Path]:
+           following: bool, python_records: bool = False) -> tuple[float, Path]:
     """The job followed for WARM_S + `seconds` seconds; returns the CPU seconds of the last
     `seconds` (this process's), and the session, which the parent checks (_check: reading
     every record back is not the supervisor's work) and removes."""
@@ -134,7 +134,7 @@ def follow(case: str, ranks: int, rate: float, seconds: int, line: str,
     # looks by the wall's clock, not the job's; bench_log_follow measures it, in the real
     # supervisor.
     follower = LogFollower(session, writer, StepLineParser.default(), parse_launcher=False,
-                           native_looks=False)
+                           native_looks=False, native_records=not python_records)
     # Its reads of what the looks saw as in the supervisor: by _looker.c's read_looked where
     # it was built (which has no clock of its own).
     follower._read_looked = logfollow._read_looked
@@ -246,7 +246,8 @@ def checked(case: str, args: argparse.Namespace, seconds: int, follow: bool,
 
 
 def measured(case: str, args: argparse.Namespace, line: str) -> str:
-    common = ["--ranks", str(args.ranks), "--rate", str(args.rate), "--line", line]
+    common = ["--ranks", str(args.ranks), "--rate", str(args.rate), "--line", line,
+              *(["--python-records"] if args.python_records else [])]
     lines_s = args.ranks * args.rate
     if shutil.which("valgrind") is None:
         cpu = cpu_of(case, args, common, True) - cpu_of(case, args, common, False)
@@ -319,6 +320,8 @@ def main() -> None:
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-follow", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--without", help=argparse.SUPPRESS)  # the child's: pieces taken out
+    p.add_argument("--python-records", action="store_true",
+                   help="step records made in Python only, without _steprecords.c")
     p.add_argument("--breakdown", action="store_true",
                    help="the logs' path with each piece of its lines' handling taken out")
     args = p.parse_args()
@@ -326,7 +329,7 @@ def main() -> None:
         if args.without:
             take_out(args.without.split(","))
         cpu, session = follow(args.cases, args.ranks, args.rate, args.seconds, args.line,
-                              not args.no_follow)
+                              not args.no_follow, args.python_records)
         print(f"session {session}\ncpu {cpu}")
         return
     from tests.bench.bench_log_follow import LINES
