@@ -1,7 +1,8 @@
 """Of a rank's step rows, its best source's; and the losses its log lines printed.
 
 A rank's steps may come from three sources (STEP_SOURCES): the script's own `neurotui.probe`
-calls, the automatic probe, and its log lines. Only the best one's rows are kept (PRECEDENCE),
+calls, the automatic probe, and its log lines. Only the best one's rows are kept (PRECEDENCE,
+stepprecedence.py's table, which the supervisor reads too),
 so a script that both calls the probe and prints its steps is not counted twice; the rows of
 a worse source read before the better one appeared go when the reader next flushes (`purged`).
 A loss a log line printed is put onto the automatic probe's row of its rank just before the
@@ -18,14 +19,20 @@ from typing import Any
 import numpy as np
 
 from neurotui.session.columns import Columns
+from neurotui.session.stepprecedence import AUTO, LOG, PRECEDENCE, PROBE, STEP_SOURCES
 
-STEP_SOURCES = ("probe", "log", "auto")
-"""Where a step row came from (the `src` codes, in this order: codes are cached, so a new source
-is appended): the script's own `neurotui.probe` calls, its log lines, the automatic probe."""
-PROBE, LOG, AUTO = range(3)
-PRECEDENCE = {PROBE: 0, AUTO: 1, LOG: 2}
-"""Of a rank's steps, only the best source's are kept: the explicit probe, then the automatic
-one, then log lines (whose losses are still kept on the automatic probe's rows)."""
+__all__ = [
+    "AUTO",
+    "LOG",
+    "PRECEDENCE",
+    "PROBE",
+    "SOURCE_CODE",
+    "STEP_SOURCES",
+    "place_losses",
+    "purged",
+    "put_log_losses",
+]
+
 
 
 class _SourceCode(dict[Any, int]):

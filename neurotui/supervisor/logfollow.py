@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neurotui.session import layout
+from neurotui.session.stepprecedence import PROBE, log_steps_wanted
 from neurotui.session.tailing import read_lines_backwards
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import (
@@ -553,9 +554,9 @@ class LogFollower:
     def poll(self, now: float, final: bool = False) -> None:
         """Read what the logs gained; `final` (the job has exited) records where they end."""
         # Ranks that report through the probe: their log step lines would be discarded by
-        # the reader anyway, so they are not written twice.
+        # the reader anyway (the sources' precedence), so they are not written twice.
         probed = self._probe_folder.files()
-        if not probed.keys() <= self.recorder.probed_ranks:
+        if not probed.keys() <= self.recorder.probed_ranks and not log_steps_wanted(PROBE):
             self.recorder.probed_ranks.update(probed)
             self._poll_probed_logs()
         # Before anything else: a log the probe's steps now place has its looked lines placed,

@@ -22,13 +22,13 @@ import msgspec
 
 from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_WARMUP_STEPS, stall_limit_s
 from neurotui.session import layout
+from neurotui.session.stepprecedence import PRECEDENCE_OF_NAME
 from neurotui.session.tailing import KeptFiles
 from neurotui.supervisor.alerting import Raised
 from neurotui.supervisor.compiles import CompileWatch
 from neurotui.supervisor.stepoffsets import StepOffsets
 
-_PRECEDENCE = ("probe", "auto", "log")
-_ORDER = {src: order for order, src in enumerate(_PRECEDENCE)}  # lower: the better source
+_ORDER = PRECEDENCE_OF_NAME  # lower: the better source (the reader's table)
 _KEPT = 256  # step times per rank and source: the median of the recent past
 _MAX_READ = 1 << 20
 HISTORY_BYTES = 1 << 20

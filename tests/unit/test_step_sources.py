@@ -194,3 +194,25 @@ def test_a_cold_read_keeps_each_ranks_best_rows_and_their_losses_as_the_rule_say
     want = _best_rows_by_the_rule([r for path in order for r in files.get(path, [])])
     assert [g[:4] for g in got] == [w[:4] for w in want]
     np.testing.assert_array_equal([g[4] for g in got], [w[4] for w in want])
+
+
+def test_the_supervisor_and_the_reader_rank_the_sources_by_one_table(tmp_path: Path) -> None:
+    """The stall watch's choice of a rank's source, the follower's skipping of log lines and
+    the reader's kept rows all follow stepprecedence's table."""
+    from neurotui.session import stepprecedence, stepsources
+    from neurotui.supervisor.stallwatch import StallWatch
+
+    assert stepsources.PRECEDENCE is stepprecedence.PRECEDENCE
+    # The stall watch takes the best source's track: a rank with all three is timed by the
+    # script's own probe, one with the automatic probe and log lines by the automatic probe.
+    watch = StallWatch(make_session(tmp_path))
+    for src, step_s in (("log", 1.0), ("auto", 2.0), ("probe", 4.0)):
+        watch.rank_steps(0, list(range(1, 30)), [step_s * i for i in range(1, 30)], src)
+    for src, step_s in (("log", 1.0), ("auto", 2.0)):
+        watch.rank_steps(1, list(range(1, 30)), [step_s * i for i in range(1, 30)], src)
+    stalled = watch.stalled(10_000.0)
+    assert stalled[0][1] == pytest.approx(4.0) and stalled[1][1] == pytest.approx(2.0)
+    # Log step lines are recorded where they are the steps or carry the automatic probe's
+    # losses, not where the script's own probe times the rank.
+    assert [stepprecedence.log_steps_wanted(code) for code in range(3)] == [
+        code != stepprecedence.PROBE for code in range(3)]
