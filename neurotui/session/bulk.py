@@ -50,7 +50,7 @@ MAX_RANK = 2**31 - 1
 MAX_SAMPLES = 1e15
 
 
-class StepLine(msgspec.Struct, tag_field="kind", tag="step", gc=False):
+class RecordedStep(msgspec.Struct, tag_field="kind", tag="step", gc=False):
     """A step record as FORMAT.md has it; unknown fields are ignored, as the reader does.
     `rank` and `attempt` of null (read as 0 line by line) take the per-line path."""
 
@@ -67,7 +67,7 @@ class StepLine(msgspec.Struct, tag_field="kind", tag="step", gc=False):
     """Seconds per phase; a line with a phase that is not a number takes the per-line path."""
 
 
-_DECODER = msgspec.json.Decoder(StepLine)
+_DECODER = msgspec.json.Decoder(RecordedStep)
 
 
 class Head(msgspec.Struct, gc=False):
@@ -231,7 +231,7 @@ def decode(lines: Sequence[bytes]) -> tuple[DecodedSteps, list[int], list[int]]:
 def decode_steps(lines: Sequence[bytes], which: list[int]) -> tuple[DecodedSteps, list[int]]:
     """Of the lines `which` (step lines, by their kind), those that are well-formed step
     records with every value in range, and the indexes of those that are not."""
-    records: list[StepLine] = []
+    records: list[RecordedStep] = []
     taken: list[int] = []
     rejected: list[int] = []
     _decode_into(_DECODER, lines, which, records, taken, rejected)
@@ -239,7 +239,7 @@ def decode_steps(lines: Sequence[bytes], which: list[int]) -> tuple[DecodedSteps
     return decoded, sorted(rejected + out_of_range)
 
 
-def _columns(records: list[StepLine], taken: list[int]) -> tuple[DecodedSteps, list[int]]:
+def _columns(records: list[RecordedStep], taken: list[int]) -> tuple[DecodedSteps, list[int]]:
     """The records as columns, less those with a value out of range (whose line indexes
     come second)."""
     rejected: list[int] = []
@@ -272,7 +272,7 @@ _NUMBERS = ("t", "step", "rank", "attempt", "samples", "loss", "dt")
 _ALL_NUMBERS = attrgetter(*_NUMBERS)
 
 
-def _number_columns(records: list[StepLine]) -> list[np.ndarray]:
+def _number_columns(records: list[RecordedStep]) -> list[np.ndarray]:
     """The numeric fields of every record (_NUMBERS), each as float64, None as NaN. One C
     loop over the records for all of them where none is None (most pieces), a sixth quicker
     than a loop per field; the columns are views of its table (strided)."""
@@ -285,12 +285,12 @@ def _number_columns(records: list[StepLine]) -> list[np.ndarray]:
     return list(table.T)
 
 
-def _numbers(records: list[StepLine], name: str) -> np.ndarray:
+def _numbers(records: list[RecordedStep], name: str) -> np.ndarray:
     """A field that is never None, of every record, as float64 (a C loop: no Python per row)."""
     return np.fromiter(map(attrgetter(name), records), float, len(records))
 
 
-def _objects(records: list[StepLine], name: str) -> ObjectColumn[Any]:
+def _objects(records: list[RecordedStep], name: str) -> ObjectColumn[Any]:
     """A field of every record as a list, or Same where every record holds one value (a
     string compared by value; a dict, such as phases, is the same only as None)."""
     values = list(map(attrgetter(name), records))
@@ -300,7 +300,7 @@ def _objects(records: list[StepLine], name: str) -> ObjectColumn[Any]:
     return values
 
 
-def _floats(records: list[StepLine], name: str) -> np.ndarray:
+def _floats(records: list[RecordedStep], name: str) -> np.ndarray:
     """A field that may be None, of every record, as float64 with None as NaN."""
     try:  # most pieces have no None in a column: the quicker conversion first
         return _numbers(records, name)
@@ -327,14 +327,14 @@ class Mixed(NamedTuple):
 
 class MixedDecoder:
     """A piece of a session's lines of every kind at once (events.jsonl: the log lines'
-    step records among telemetry), in one decode: step lines into StepLine records, the
+    step records among telemetry), in one decode: step lines into RecordedStep records, the
     others into their kind and time. Decoding the kinds first (heads_of) and the step lines
     again took half as long again. Only for pieces whose every line is a well-formed
     record of the `kinds` given: anything else (an unknown kind, a step line the schema does
     not take, a blank line) returns None, and the caller goes the longer way."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
-        types: list[type] = [StepLine]
+        types: list[type] = [RecordedStep]
         self._kind_of: dict[type, str] = {}
         for kind in sorted(set(kinds) - {"step"}):
             head = msgspec.defstruct(f"_{kind}_head", [], bases=(_OtherEvent,), tag=kind)
@@ -350,7 +350,7 @@ class MixedDecoder:
             return None
         if len(records) != lines:  # a blank line: let the lines be looked at one by one
             return None
-        step_line, kind_of = StepLine, self._kind_of
+        step_line, kind_of = RecordedStep, self._kind_of
         taken = [i for i, r in enumerate(records) if r.__class__ is step_line]
         if len(taken) == lines:
             steps, rejected = _columns(records, taken)
