@@ -216,3 +216,45 @@ def test_the_supervisor_and_the_reader_rank_the_sources_by_one_table(tmp_path: P
     # losses, not where the script's own probe times the rank.
     assert [stepprecedence.log_steps_wanted(code) for code in range(3)] == [
         code != stepprecedence.PROBE for code in range(3)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_stall_watch_finds_the_stalled_ranks_metrics_finds(tmp_path: Path,
+                                                               seed: int) -> None:
+    """The supervisor's stall watch (told of each step as recorded) and the dashboard's
+    metrics.stalled_ranks (on the session's step table, read back) name the same ranks
+    stalled, at every moment, on the same steps: ranks of uneven step times, some of which
+    stop early, some within their warm-up."""
+    import random
+
+    from neurotui.supervisor.stallwatch import StallWatch
+
+    rng = random.Random(seed)
+    session = make_session(tmp_path)
+    watch = StallWatch(session)
+    records = []
+    for rank in range(6):
+        step_s = rng.choice([0.2, 1.0, 3.0])
+        count = rng.choice([5, 40, 120])  # (5: never past the warm-up)
+        stop = rng.uniform(10, 400)
+        t, times, steps = 100.0, [], []
+        for n in range(1, count + 1):
+            t += step_s * rng.uniform(0.8, 1.2)
+            if t > stop:
+                break
+            times.append(t)
+            steps.append(n)
+        if not steps:
+            continue
+        watch.rank_steps(rank, steps, times, "log")
+        records += [step(at, rank, n, "log") for n, at in zip(steps, times, strict=True)]
+    records.sort(key=lambda r: r["t"])
+    append(session / layout.EVENTS, *records)
+    table = SessionReader(session).load().steps()
+    assert len(table) == len(records)
+    checked = 0
+    for now in (150.0, 300.0, 450.0, 700.0, 2000.0):
+        expected = set(metrics.stalled_ranks(table, now))
+        assert set(watch.stalled(now)) == expected, now
+        checked += len(expected)
+    assert checked or seed  # (a seed whose ranks never stall checks the calm too)
