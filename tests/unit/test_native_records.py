@@ -34,6 +34,14 @@ def test_the_records_module_is_built_by_the_set_up() -> None:
     assert steprecorder.native_record_steps is not None
 
 
+def test_the_record_fields_are_in_the_order_the_kernel_gives_them() -> None:
+    """_steprecords.c makes each StepRecord by position: steprecorder checks the order at
+    import (and makes the records in Python where it differs)."""
+    assert steprecorder.StepRecord.__struct_fields__ == steprecorder.NATIVE_FIELDS
+    record = steprecorder.StepRecord(*range(14))  # type: ignore[arg-type]
+    assert [getattr(record, name) for name in steprecorder.NATIVE_FIELDS] == list(range(14))
+
+
 def _follower(root: Path, native: bool) -> tuple[LogFollower, EventWriter]:
     root.mkdir()
     write_json_atomic(root / layout.META, {"format": FORMAT_VERSION, "exit": None})
