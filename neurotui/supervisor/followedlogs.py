@@ -64,7 +64,7 @@ class _Followed:
     stamp."""
     ident: FileId | None = None  # (device, inode): the automatic probe names a log so
     placed: bool = False
-    """Its lines are placed by the probe's steps (_read_placed), read at polls."""
+    """Its lines are placed by the probe's steps (placing.read_placed), read at polls."""
     held: list[tuple[int, float]] = field(default_factory=list)
     """Placed, read but not yet taken: each read's end, and when it was read."""
     flooding: bool = False

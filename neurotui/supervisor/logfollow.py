@@ -8,7 +8,7 @@ then up to the poll interval late: the session says which (`log_timing` in meta.
 
 The logs of ranks the automatic probe times are not stamped so: its step records say where the
 rank's stdout and stderr stood at each step (stepoffsets.py), and each line is read at a poll
-and given the time of the step it was printed after (_read_placed), so its loss goes with that
+and given the time of the step it was printed after (placing.py), so its loss goes with that
 step.
 
 Progress bars redraw one line with carriage returns, for a whole epoch without a newline: each
@@ -653,7 +653,7 @@ class LogFollower:
     def _place_new_logs(self) -> None:
         """Logs whose lines the automatic probe's steps can place (stepoffsets: its records
         say where the rank's stdout and stderr stood at each step) are read at polls from now
-        on and placed by them (_read_placed), not looked at as they change: no wakeup a line,
+        on and placed by them (placing.read_placed), not looked at as they change: no wakeup a line,
         and each loss with the step it was printed after."""
         offsets = self.stalls.offsets if self.stalls is not None else None
         if offsets is None or (offsets.files_known, len(self._files)) == self._placing_checked:
@@ -854,7 +854,7 @@ class LogFollower:
         self._take_native_looks()
         deferred, self._deferred = self._deferred, []
         # One read per log for all its looks; each line is stamped by the look that first
-        # saw it whole. The step lines of the short way (_record_figures) wait in `figures`
+        # saw it whole. The step lines of the short way (StepRecorder.record) wait in `figures`
         # and are recorded together: one encoding a poll, not one a log.
         figures: list[LogLines] = []
         read_looked = self._read_looked

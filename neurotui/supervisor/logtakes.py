@@ -171,7 +171,7 @@ class LineTaker:
         """Whole lines of one log, each with its stamp: kept in its rank's tail and parsed in
         one batch (what _take does a line at a time, without its per-line costs). Step lines
         of the short way are recorded, or wait in `figures` for the caller to record
-        (_record_figures) with other logs'; what is recorded otherwise comes after them."""
+        (StepRecorder.record) with other logs'; what is recorded otherwise comes after them."""
         rank = followed.rank
         if (rank is None and self.parse_launcher) or (rank is not None and \
                 self.global_ranks is not None and rank not in self.global_ranks):

@@ -164,7 +164,7 @@ class StallWatch:
 
     def rank_steps(self, rank: int, steps: list[int], times: list[float], src: str) -> None:
         """`step` for each of one rank's `steps`, stamped `times`, in order (a run of a
-        log's lines, _record_figures'; of a probe file's): its track looked up
+        log's lines, StepRecorder.record's; of a probe file's): its track looked up
         once, its steps added in one call."""
         track = self._tracks.get((rank, src))
         if track is None:

@@ -249,7 +249,7 @@ class StepRecorder:
         the step, rank, samples and loss (parse_figures_many: the lines of busy logs,
         hundreds a second; a call for each log's ten lines a second cost about twice as
         much a line), else each log's alone, and a log's that are not such lines the long
-        way (_take_values). Where _steprecords.c was built (and `native`), every line of
+        way (_record_values). Where _steprecords.c was built (and `native`), every line of
         a learnt shape is read and recorded by it (_record_native). `figures` is emptied."""
         if not figures:
             return
@@ -340,7 +340,7 @@ class StepRecorder:
         self._write_steps(steps)
 
     def _record_native(self, figures: list[LogLines]) -> bool:
-        """_record_figures' lines recorded by _steprecords.c, a run of one learnt shape at a
+        """record's lines recorded by _steprecords.c, a run of one learnt shape at a
         time (StepLineParser.figure_runs_many); where they are not all such runs, each log's
         alone. False, with nothing recorded, where one log's lines are not (the Python way
         records them)."""
@@ -376,7 +376,7 @@ class StepRecorder:
         """Lines `begin` to `end` of one log, all of one shape whose figures are at `places`,
         recorded by _steprecords.c as _record_parsed would: it stops at each line of another
         rank (looked up here, as _record_parsed does at each run of one rank's lines) and at
-        one it leaves to Python, which records the rest of them (_record_figures' Python way,
+        one it leaves to Python, which records the rest of them (record's Python way,
         after the records made so far)."""
         assert self._record_steps is not None
         rank = (log_rank or 0) if places[2] < 0 else None  # (else the lines print it)
@@ -408,7 +408,7 @@ class StepRecorder:
 
     def _end_run(self, rank: int | None, last: int | None, last_t: float, steps: list[int],
                  times: list[float], told: bool) -> None:
-        """The end of _record_figures' run of one rank's recorded lines (`steps`, stamped
+        """The end of record's run of one rank's recorded lines (`steps`, stamped
         `times`): its last step and stamp kept, and the stall watch told of them."""
         assert rank is not None and last is not None  # (a run has a rank and a line)
         self.step_counters[rank] = last

@@ -1,5 +1,5 @@
 """Log lines placed among the automatic probe's steps by where the log stood at each step
-(supervisor/stepoffsets.py, LogFollower._read_placed): a loss goes with the step it was printed
+(supervisor/stepoffsets.py, placing.read_placed): a loss goes with the step it was printed
 after, whatever the log's modification time says."""
 
 from __future__ import annotations

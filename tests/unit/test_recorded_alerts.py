@@ -144,7 +144,7 @@ def test_probe_files_read_as_they_grow_give_the_steps_of_their_valid_lines(
 
 def test_a_ranks_steps_told_in_runs_keep_the_times_between_its_advancing_steps(
         tmp_path: Path) -> None:
-    # rank_steps (a run of a log's lines, _record_figures; of a probe file's) against the
+    # rank_steps (a run of a log's lines, StepRecorder.record; of a probe file's) against the
     # rule written out: a step's time since the one before is kept when both the step and
     # the time advanced, warm-up's times dropped at the first step past it; with steps drawn
     # again, going back (a restart's), and times that do not advance, in runs of any length;

@@ -1,5 +1,5 @@
 """The supervisor's short way for a busy log's step lines (StepLineParser.parse_figures_many,
-LogFollower._record_figures): the same records as the long way (parse_values_many and
+StepRecorder.record): the same records as the long way (parse_values_many and
 _record_step), on every capture and on logs followed both ways."""
 
 from __future__ import annotations
