@@ -161,7 +161,7 @@ def _positive_number(text: str) -> float:
 
 def _log_size(text: str) -> int:
     """`--log-cap`: a size such as 200M or 1G, above nothing."""
-    from neurotui.supervisor.floodgate import parse_size
+    from neurotui.supervisor.logcap import parse_size
 
     try:
         size = parse_size(text)

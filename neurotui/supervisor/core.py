@@ -34,8 +34,9 @@ from neurotui.supervisor import control, fdlimit, spool
 from neurotui.supervisor.alerting import AlertRecorder, low_disk
 from neurotui.supervisor.cachekeeping import CacheKeeper
 from neurotui.supervisor.exporting import MetricsExporter
-from neurotui.supervisor.floodgate import DEFAULT_LOG_CAP, FloodGate, LogCap
+from neurotui.supervisor.floodgate import FloodGate
 from neurotui.supervisor.globalranks import GlobalRanks
+from neurotui.supervisor.logcap import DEFAULT_LOG_CAP, LogCap
 from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.requests import RequestInbox

@@ -36,11 +36,7 @@ from neurotui.sources.steplog import (
     StepLineParser,
 )
 from neurotui.supervisor import spool
-from neurotui.supervisor.floodgate import (
-    FloodGate,
-    size_text,
-    skip_ahead,
-)
+from neurotui.supervisor.floodgate import FloodGate, skip_ahead
 from neurotui.supervisor.followedlogs import (
     _CR,
     _MAX_READ,
@@ -53,6 +49,7 @@ from neurotui.supervisor.followedlogs import (
     _write_rate,
     _written_at,
 )
+from neurotui.supervisor.logcap import size_text
 from neurotui.supervisor.logtakes import LineTaker
 from neurotui.supervisor.placing import read_placed
 from neurotui.supervisor.stallwatch import StallWatch

@@ -30,7 +30,7 @@ from neurotui.session.layout import LOGS_DIR
 from neurotui.supervisor.control import is_private, private_folder
 
 if TYPE_CHECKING:
-    from neurotui.supervisor.floodgate import LogCap
+    from neurotui.supervisor.logcap import LogCap
 
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
@@ -108,7 +108,7 @@ class Copy:
     def __init__(self, path: Path, cap: LogCap | None = None) -> None:
         self.path = path
         self.cap = cap
-        """The session's log cap, shared by all its copies (floodgate.py): past it, output is
+        """The session's log cap, shared by all its copies (logcap.py): past it, output is
         dropped, and the copy says so where it was cut and, at its close, how much."""
         self.over_cap = 0  # bytes the cap dropped from this copy
         self._fd: int | None = None
