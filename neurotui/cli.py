@@ -159,6 +159,13 @@ def _positive_number(text: str) -> float:
     return value
 
 
+def _compare_screen(root: Path, chosen: list[Path], baseline: Path | None) -> int:
+    """`compare --tui`: the dashboard's compare screen (Textual imported only for it)."""
+    from neurotui.ui.compare_app import run_compare_app
+
+    return run_compare_app(root, chosen, baseline=baseline)
+
+
 def _log_size(text: str) -> int:
     """`--log-cap`: a size such as 200M or 1G, above nothing."""
     from neurotui.supervisor.logcap import parse_size
@@ -229,7 +236,7 @@ def run_command(args: argparse.Namespace) -> int:
         if args.command == "replay":
             return cmd_replay(args, root)
         if args.command == "compare":
-            return compare_command.run(args, root)
+            return compare_command.run(args, root, show_screen=_compare_screen)
         if args.command == "export":
             return export.run(args, root)
         if args.command == "patterns":

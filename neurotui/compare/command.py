@@ -8,6 +8,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace, root: Path) -> int:
+CompareScreen = Callable[[Path, list[Path], "Path | None"], int]
+"""Shows the chosen sessions in the dashboard's compare screen (`--tui`): the command line
+hands it in, so this package never imports the Textual views above it."""
+
+
+def run(args: argparse.Namespace, root: Path, *, show_screen: CompareScreen | None = None) -> int:
     """`neurotui compare`: 0 when every session was read; 1 when some could not be (named on
     stderr, the others still compared); 2 when a name matches no session or none is read."""
     if args.dataset_size is not None and not args.dataset_size > 0:
@@ -98,7 +104,11 @@ def run(args: argparse.Namespace, root: Path) -> int:
             print("neurotui: compare --tui compares sessions; a job of many nodes is compared "
                   "as a table (without --tui)", file=sys.stderr)
             return 2
-        return _run_tui(root, paths, named_base)  # type: ignore[arg-type]
+        if not on_a_terminal() or show_screen is None:
+            print("neurotui: compare --tui needs a terminal; without it, compare prints the "
+                  "table", file=sys.stderr)
+            return 2
+        return show_screen(root, paths, named_base)  # type: ignore[arg-type]
     from neurotui.compare.layout import UnknownColumnError
     from neurotui.compare.load import LoadedSession, load_job, load_session
     from neurotui.compare.rows import compare_rows
@@ -176,16 +186,6 @@ def _rendered(args: argparse.Namespace, rows: list[dict[str, Any]], loaded: list
         return layout.render_fitted(rows, 0, notes=notes, wide=args.wide, columns=columns)
     table = render(rows, "table")
     return table + "\n".join([layout.decision_line(rows), *notes[-len(rows):]]) + "\n"
-
-
-def _run_tui(root: Path, chosen: list[Path], baseline: Path | None) -> int:
-    if not on_a_terminal():
-        print("neurotui: compare --tui needs a terminal; without it, compare prints the table",
-              file=sys.stderr)
-        return 2
-    from neurotui.ui.compare_app import run_compare_app  # Textual only for the screen
-
-    return run_compare_app(root, chosen, baseline=baseline)
 
 
 @dataclass(frozen=True)
