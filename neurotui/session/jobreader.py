@@ -31,9 +31,9 @@ from neurotui.session.reader import (
     DEFAULT_TELEMETRY_HISTORY,
     LOG_OFFSETS,
     SessionReader,
-    TakenSteps,
 )
 from neurotui.session.status import SessionStatus, session_status
+from neurotui.session.steptable import TakenSteps
 
 if TYPE_CHECKING:
     from neurotui.session.timeline import TimelineView

@@ -102,7 +102,7 @@ def _append(d: Path, found: cache.CacheState) -> tuple[str, bool]:
     known_locations = list(reader.problems.locations)
     reader.problems.locations.clear()
     reader.poll()
-    losses = list(reader._log_losses)
+    losses = list(reader.table.log_losses)
     taken = reader.take_steps()
     if taken is None:
         return _build(d, "a better step source appeared for a rank")

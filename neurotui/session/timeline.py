@@ -28,10 +28,10 @@ from neurotui.session.reader import (
     LOG_OFFSETS,
     ReadProblems,
     SessionReader,
-    TakenSteps,
     json_loads,
 )
 from neurotui.session.status import SessionStatus, session_status
+from neurotui.session.steptable import TakenSteps
 
 TELEMETRY_WINDOW = 40
 """Telemetry samples a view keeps per kind (as the live dashboard's reader does)."""
