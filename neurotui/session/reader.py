@@ -776,13 +776,11 @@ class SessionReader:
         """StepTable.take_steps: the steps taken in since the last call (a follower's)."""
         return self.table.take_steps()
 
-
     def reopened(self) -> SessionReader:
         """A new reader of the same session, with the same settings, read to now."""
         reader = SessionReader(self.dir, self.telemetry_history, use_cache=self.use_cache)
         reader.poll()
         return reader
-
 
     def frame(self, kind: str) -> pd.DataFrame:
         """The events of `kind` kept, as a DataFrame (batch views only: imports pandas)."""
