@@ -12,7 +12,7 @@ NaN input) is None, never a made-up number and never a ZeroDivisionError.
 
 Each figure is defined once, in the module named for it. Where the live model needs it kept
 up as rows arrive, the incremental form sits beside the batch form and both use one rule;
-tests/unit/test_metrics_forms.py holds each pair equal on random runs in random pieces:
+tests/unit/metrics/test_metrics_forms.py holds each pair equal on random runs in random pieces:
 
 - steptime: step time and warm-up (`with_step_time`, `past_warmup` | `StepClock`);
 - steady: the steady state (`steady_state` | `SteadyTracker`);
@@ -22,7 +22,7 @@ tests/unit/test_metrics_forms.py holds each pair equal on random runs in random 
 - phases: where the run is (`phase` | `phase_of`);
 - cost: money, samples per dollar, projections; sources: where the steps come from;
 - breakdown: where a step's time goes, per step phase (`step_breakdown`,
-  `breakdown_history` | `BreakdownTracker`; held equal in tests/unit/test_breakdown.py), and
+  `breakdown_history` | `BreakdownTracker`; held equal in tests/unit/metrics/test_breakdown.py), and
   each phase's steady median for compare (`steady_phase_medians`).
 
 May import: numpy, pandas, neurotui.defaults. Nothing else of neurotui imports into here.

@@ -34,7 +34,7 @@ The figure, defined once:
 Two forms: `step_breakdown` / `breakdown_history` over whole tables (pandas or Columns), and
 `BreakdownTracker`, kept up as rows arrive (the live model): it keeps per rank only its
 baseline and its window, and the buckets. Both select with the same rules and end in
-`_splits` / `_bucket_shares`; tests/unit/test_breakdown.py holds them equal.
+`_splits` / `_bucket_shares`; tests/unit/metrics/test_breakdown.py holds them equal.
 """
 
 from __future__ import annotations

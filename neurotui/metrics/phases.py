@@ -3,7 +3,7 @@
 Two forms of one rule, side by side: `phase` over whole tables (summary, headless replays of
 old versions, tests) and `phase_of` over what a live model keeps (its last step, its last
 compile, whether a rank is past warm-up); `phase` ends in `phase_of`, and
-tests/unit/test_metrics_forms.py holds them equal.
+tests/unit/metrics/test_metrics_forms.py holds them equal.
 """
 
 from __future__ import annotations

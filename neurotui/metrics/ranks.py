@@ -2,7 +2,7 @@
 
 Two forms of each rule, side by side: over a whole step table (`rank_step_times`,
 `stalled_ranks`) and over what a live model keeps per rank (`rank_median`, `stalled`). Both
-forms use `rank_median` and `stalled`; tests/unit/test_metrics_forms.py holds them equal.
+forms use `rank_median` and `stalled`; tests/unit/metrics/test_metrics_forms.py holds them equal.
 """
 
 from __future__ import annotations

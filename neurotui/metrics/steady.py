@@ -9,7 +9,8 @@ and `SteadyTracker`, kept up from the rows as they arrive (the live model): on a
 the batch form takes most of a second and a few hundred MB of temporaries, too much to repeat
 while following a run, so the tracker keeps only what the statistics need (one float per
 steady step and per-rank sums). Both select steps with `compile_hits` and the warm-up flags
-of steptime.py and end in `_steady_state`; tests/unit/test_metrics_forms.py holds them equal.
+of steptime.py and end in `_steady_state`; tests/unit/metrics/test_metrics_forms.py holds them
+equal.
 """
 
 from __future__ import annotations

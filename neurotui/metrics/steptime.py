@@ -3,7 +3,7 @@
 Two forms of one rule, side by side: `with_step_time` over a whole step table (summary,
 compare, export), and `StepClock.take` over one rank's rows as they arrive (the live model),
 continued from the rank's last row. Both derive through `_step_times` and `_reached`;
-tests/unit/test_metrics_forms.py holds them equal on random runs in random pieces.
+tests/unit/metrics/test_metrics_forms.py holds them equal on random runs in random pieces.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The current throughput has two forms of one rule, side by side: `current_throughput` over a
 whole step table and `window_throughput` over the rows a live model keeps per rank; both add
-up `window_rates` over the ranks of the latest attempt. tests/unit/test_metrics_forms.py holds
-them equal.
+up `window_rates` over the ranks of the latest attempt.
+tests/unit/metrics/test_metrics_forms.py holds them equal.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@ line into a step record, whatever read it, and the per-rank state they keep.
 
 LogFollower (logfollow.py) decides when to look at the logs and which files to follow; every
 line it reads comes here. The records are made three ways, held to the same records by
-tests/unit/test_step_figures.py and test_native_records.py: a line parsed whole (StepValues:
-_record_step), a batch of step lines of a shape the short way knows (_record_parsed), and a
-run of lines of a learnt shape read by _steprecords.c (_record_native), where it was built.
-That kernel is called from here alone; the fields of the record it makes are checked against
-StepRecord's at import.
+tests/unit/supervisor/test_step_figures.py and test_native_records.py: a line parsed whole
+(StepValues: _record_step), a batch of step lines of a shape the short way knows
+(_record_parsed), and a run of lines of a learnt shape read by _steprecords.c
+(_record_native), where it was built. That kernel is called from here alone; the fields of
+the record it makes are checked against StepRecord's at import.
 """
 
 from __future__ import annotations
@@ -283,8 +283,8 @@ class StepRecorder:
                                                  bool]]) -> None:
         """The records _record_step makes of step lines read the short way, written in one
         go: without a StepValues a line, or the tests for what such a line never prints (a
-        bar's count, a running total, the job's batch, a rate). tests/unit/test_step_figures.py
-        holds the two to the same records."""
+        bar's count, a running total, the job's batch, a rate).
+        tests/unit/supervisor/test_step_figures.py holds the two to the same records."""
         if not figures:
             return
         counters, probed = self.step_counters, self.probed_ranks

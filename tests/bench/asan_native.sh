@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The three C modules (supervisor/_looker.c, supervisor/_steprecords.c, collect/_procstat.c)
 # built with AddressSanitizer and UBSan into a copy of the package in a temporary folder, and
-# run there: the native tests (tests/unit/test_native_*.py) and a short fuzz of each function
+# run there: the native tests (tests/unit/*/test_native_*.py) and a short fuzz of each function
 # against its Python twin (tests/bench/fuzz_native.py). A memory error or undefined behaviour
 # stops the run with the sanitizer's report and a non-zero status. Nothing of the checkout's
 # own build is touched.
@@ -54,7 +54,8 @@ EOF
 # (--import-mode=append: the test folders pytest puts on sys.path come after the copy;
 # --capture=sys: a sanitizer's report, written to the stderr descriptor, is not swallowed)
 "$python" -m pytest -q -p no:cacheprovider --import-mode=append --capture=sys --rootdir "$repo" \
-  -c "$repo/pyproject.toml" "$repo/tests/unit/test_native_looker.py" \
-  "$repo/tests/unit/test_native_records.py" "$repo/tests/unit/test_native_procstat.py"
+  -c "$repo/pyproject.toml" "$repo/tests/unit/supervisor/test_native_looker.py" \
+  "$repo/tests/unit/supervisor/test_native_records.py" \
+  "$repo/tests/unit/collect/test_native_procstat.py"
 "$python" "$repo/tests/bench/fuzz_native.py" --seconds "$seconds"
 echo "asan_native: no sanitizer report"

@@ -16,7 +16,7 @@ from neurotui.session import layout
 from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.supervisor.exporting import MetricsExporter
 from tests.e2e.conftest import meta, only_session, run_cli, wait_for
-from tests.unit.test_exporter import copy_of_sample, free_port, get
+from tests.unit.exporter.test_exporter import copy_of_sample, free_port, get
 
 EARLIER = ("neurotui exporter: serving an-earlier-exporter on 127.0.0.1:1\n"
            "OldError: what an earlier exporter of this session died of\n")

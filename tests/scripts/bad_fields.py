@@ -1,6 +1,7 @@
-"""Step lines with a bad field (tests/unit/test_bad_fields.py): a plain script's `step N loss X
-throughput T samples/s` whose throughput is negative at step 5, and our runner's line (rank 1)
-whose samples are negative at step 6. Each step is to be recorded without the bad field."""
+"""Step lines with a bad field (tests/unit/session/test_bad_fields.py): a plain script's
+`step N loss X throughput T samples/s` whose throughput is negative at step 5, and our
+runner's line (rank 1) whose samples are negative at step 6. Each step is to be recorded
+without the bad field."""
 
 from __future__ import annotations
 

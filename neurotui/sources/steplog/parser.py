@@ -221,7 +221,7 @@ class StepLineParser:
         StepValues a line or the tests for figures such lines never print (a line's parse
         and record 2.6 us against 3.35 on the dev VM; 3.5 against 4.1 in the supervisor,
         whose caches are cold at each wakeup). Equal to parse_values_many's records of the
-        same lines (tests/unit/test_step_figures.py); None where one line is not such a
+        same lines (tests/unit/supervisor/test_step_figures.py); None where one line is not such a
         line (then parse_values_many reads the batch)."""
         if self._user_rules or not self._defaults or self._shapes is None:
             return None

@@ -202,7 +202,7 @@ class _ShapeMemo:
     tried before it whose words the line holds are in _SHAPED_RULES: a copy of the line with
     each number's digits made one digit of its own (1s, 2s, ...) is parsed again, and where
     each field's digits are in it is where the rule reads that field in any line of the
-    shape. tests/unit/test_steplog_public_logs.py holds the records equal to those of the
+    shape. tests/unit/sources/test_steplog_public_logs.py holds the records equal to those of the
     rules on every capture, and on copies of them with other digits."""
 
     __slots__ = ("_parser", "_recipes")

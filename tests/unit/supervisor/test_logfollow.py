@@ -41,7 +41,7 @@ def new_follower(tmp_path: Path, log_text: str = ""
     (session / layout.LAUNCHER_LOG).write_text(log_text)
     writer = EventWriter(session / layout.EVENTS)
     # Driven by polls, as where inotify is off: with it, a poll leaves watched logs to
-    # on_change (tests/unit/test_logfollow_positions.py follows them that way).
+    # on_change (tests/unit/supervisor/test_logfollow_positions.py follows them that way).
     return session, writer, LogFollower(session, writer, StepLineParser.default(),
                                         parse_launcher=True, watch=False)
 

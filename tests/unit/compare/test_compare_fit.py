@@ -1,7 +1,7 @@
 """`neurotui compare` read in a terminal: the table fits the width (turned when that reads
 better), says which run is the better deal, and re-prices runs at what-if prices.
 
-Hand figures (tests.unit.test_compare's sessions): trn1.2xlarge runs 2 ranks x 16 samples at
+Hand figures (tests.unit.compare.test_compare's sessions): trn1.2xlarge runs 2 ranks x 16 samples at
 0.1 s/step = 320 samples/s; at a what-if $1.00/h that is 320 x 3600 / 1.00 = 1,152,000
 samples per dollar, and an epoch of 1,281,167 samples takes 4,003.6 s = $1.1121. inf2.xlarge
 runs 32 / 0.1275 = 250.98 samples/s; at the table's eu-west-1 price, $0.94775/h (SkyPilot's
@@ -33,9 +33,9 @@ from neurotui.compare.whatif import WhatIf, WhatIfError, parse_price_args, repri
 from neurotui.pricing.live import LivePrice
 from neurotui.pricing.table import builtin_table
 from tests.ui.sessions import recorded_job
-from tests.unit.test_compare import make_session
+from tests.unit.compare.test_compare import make_session
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "sessions"
 TRN1_RATE = 2 * 16 / 0.1
 INF2_RATE = 2 * 16 / 0.1275

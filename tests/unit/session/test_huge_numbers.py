@@ -12,7 +12,7 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def make_session(root: Path) -> Path:

@@ -28,7 +28,7 @@ from neurotui.session.reader import STEP_SOURCES, SessionReader
 from neurotui.session.writer import FORMAT_VERSION, write_json_atomic
 from neurotui.supervisor.cachekeeping import CacheKeeper
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 T0 = 1000.0
 
 

@@ -467,7 +467,7 @@ def test_a_job_hands_out_every_batch_of_a_node_whose_cache_is_behind(
     """A job's reader passes on each node's batches (the node's cached rows, then those read
     since), none dropped."""
     from neurotui.session.jobreader import JobReader
-    from tests.unit.test_compare_job_figures import make_part
+    from tests.unit.compare.test_compare_job_figures import make_part
 
     parts = [make_part(tmp_path, node, attempts=1) for node in (0, 1)]
     meta = json.loads((parts[0] / layout.META).read_text())
@@ -932,7 +932,7 @@ def test_the_cache_needs_neither_pandas_nor_pyarrow(tmp_path: Path) -> None:
     code = f"""
 import sys
 from pathlib import Path
-sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+sys.path.insert(0, {str(Path(__file__).resolve().parents[3])!r})
 sys.modules["pandas"] = None  # an import of either fails
 sys.modules["pyarrow"] = None
 import numpy as np

@@ -9,7 +9,7 @@ import pytest
 from neurotui import metrics
 from neurotui.session.reader import SessionReader
 
-SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+SESSIONS = Path(__file__).resolve().parents[3] / "sessions"
 SAMPLES = sorted(SESSIONS.glob("sample-*"))
 
 

@@ -13,8 +13,8 @@ import pytest
 from neurotui.session import helper_decode, layout
 from neurotui.session import reader as reader_module
 from neurotui.session.reader import SessionReader
-from tests.unit.test_bulk_read import assert_readers_agree
-from tests.unit.test_session_reader import make_session, step
+from tests.unit.session.test_bulk_read import assert_readers_agree
+from tests.unit.session.test_session_reader import make_session, step
 
 PIECE = 4096  # small pieces: each file is read in many, as a long run's are in 4 MiB ones
 

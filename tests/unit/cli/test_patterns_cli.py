@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NANOTRON = (REPO / "tests" / "fixtures" / "steplogs" /
             "nanotron_11.5K-suffixes_real-capture_nanotron-issue390_EXCERPT.txt")
 

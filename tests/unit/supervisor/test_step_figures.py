@@ -18,7 +18,7 @@ from neurotui.sources.steplog import StepLineParser, shapes
 from neurotui.supervisor import steprecorder
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.stallwatch import StallWatch
-from tests.unit.test_steplog_public_logs import _capture_lines
+from tests.unit.sources.test_steplog_public_logs import _capture_lines
 
 RUNNER = "neurotui-runner step={n} rank={rank} samples=16 loss={loss}"
 PLAIN = "step {n} loss {loss} lr 0.001"

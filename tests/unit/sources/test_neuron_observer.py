@@ -34,7 +34,7 @@ from neurotui.sources.neuron_observer import observer_summary, parse_metrics
 from neurotui.sources.parse_errors import TelemetryParseError
 from tests.standins.metrics_page import MetricsPage
 
-CAPTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
+CAPTURE = (Path(__file__).resolve().parents[2] / "fixtures" / "telemetry"
            / "neuron-monitor-prometheus_inf1.xlarge_real-capture_datadog-fixture.txt")
 TEXT = CAPTURE.read_text()
 

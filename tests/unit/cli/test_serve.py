@@ -15,7 +15,7 @@ import pytest
 from neurotui import serve, terminal
 from neurotui.listening import is_local
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(("host", "local"), [

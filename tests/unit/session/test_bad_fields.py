@@ -17,7 +17,7 @@ from neurotui.session import layout
 from neurotui.session.reader import SessionReader
 from neurotui.sources.steplog import StepLineParser
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "tests" / "scripts" / "bad_fields.py"
 
 

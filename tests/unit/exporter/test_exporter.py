@@ -35,7 +35,7 @@ from neurotui.supervisor.exporting import MetricsExporter
 from tests.ui.sessions import RUNNING, T0, cpu_only_session, reference_session
 from tests.unit.test_layers import loaded_by
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "sessions" / "sample-cpu-gloo"
 
 

@@ -28,7 +28,7 @@ from tests.e2e.conftest import meta, only_session, run_cli
 from tests.standins import tool_captures as replay
 from tests.standins.metrics_page import MetricsPage
 
-CAPTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
+CAPTURE = (Path(__file__).resolve().parents[2] / "fixtures" / "telemetry"
            / "neuron-monitor-prometheus_inf1.xlarge_real-capture_datadog-fixture.txt")
 JOB_S = 6.5
 """The job runs past one scrape period (5 s), so that counts per scrape are recorded too."""

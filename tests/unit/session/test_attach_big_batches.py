@@ -13,7 +13,7 @@ from neurotui.live import stepstate
 from neurotui.live.stepstate import StepState
 from neurotui.session.columns import Columns
 from neurotui.session.reader import _in_time_order
-from tests.unit.test_timeline import close, same
+from tests.unit.session.test_timeline import close, same
 
 
 def _appended_table(runs: list[list[float]]) -> Columns:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from neurotui.session import bulk, cache, layout
 from neurotui.session import reader as reader_module
 from neurotui.session.reader import SessionReader
-from tests.unit.test_session_reader import make_session
+from tests.unit.session.test_session_reader import make_session
 
 ODD_VALUES = [None, True, "3", 1.5, -1, 2**64, 10**400, float("nan"), [], {}, "probe", 0]
 

@@ -25,7 +25,7 @@ from neurotui.session.meta import SessionFormatError, load_meta
 from neurotui.session.reader import SessionReader, json_loads
 from neurotui.session.writer import EventWriter, update_meta, write_json_atomic
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "sessions" / "sample-cpu-gloo"
 
 

@@ -15,7 +15,7 @@ from neurotui.session.reader import STEP_SOURCES, SessionReader
 from neurotui.summary import summarize
 from tests.strategies import Run, runs
 
-SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+SESSIONS = Path(__file__).resolve().parents[3] / "sessions"
 
 
 def steps_table(ranks: int = 2, n: int = 50, dt: float = 0.1, batch: int = 16,
