@@ -17,7 +17,8 @@ from neurotui.session.meta import FORMAT_VERSION
 from neurotui.session.writer import EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser, StepValues
 from neurotui.supervisor import floodgate
-from neurotui.supervisor.floodgate import FloodGate, LogCap, interpolated_stamps, parse_size
+from neurotui.supervisor.floodgate import FloodGate, interpolated_stamps
+from neurotui.supervisor.logcap import LogCap, parse_size
 from neurotui.supervisor.logfollow import LogFollower
 from neurotui.supervisor.spool import Copy
 from neurotui.supervisor.wakeups import ExitClock
