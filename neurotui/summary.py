@@ -14,7 +14,7 @@ import numpy as np
 
 from neurotui import metrics
 from neurotui.metrics.common import floats
-from neurotui.session.reader import STEP_SOURCES
+from neurotui.session.stepprecedence import STEP_SOURCES
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -15,14 +15,13 @@ from neurotui.metrics.common import floats
 from neurotui.session import neurontally
 from neurotui.session.columns import Columns
 from neurotui.session.jobs import job_meta
-from neurotui.session.reader import STEP_SOURCES, SessionReader, json_loads
+from neurotui.session.listing import RUNNING_STATES
+from neurotui.session.reader import SessionReader, json_loads
 from neurotui.session.status import session_status
+from neurotui.session.stepprecedence import STEP_SOURCES
 
 if TYPE_CHECKING:  # pandas only where a table is made: a job's figures need none
     import pandas as pd
-
-
-_RUNNING_STATES = frozenset({"running", "unsupervised", "starting"})
 
 
 @dataclass
@@ -67,7 +66,7 @@ class LoadedSession:
 
     @property
     def running(self) -> bool:
-        return self.state in _RUNNING_STATES
+        return self.state in RUNNING_STATES
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ def load_job(job_id: str, parts: Sequence[Path]) -> LoadedJob:
         samples_from=set().union(*(part.samples_from for part in loaded)),
         problems="; ".join(f"{part.name}: {part.problems}" for part in loaded
                            if part.problems) or None,
-        state=next((s for s in _RUNNING_STATES if s in states), None)
+        state=next((s for s in RUNNING_STATES if s in states), None)
         or "/".join(sorted(states)),
         last_seen=max(seen) if seen else None,
         alerts=[a for part in loaded for a in part.alerts],

@@ -40,7 +40,7 @@ from neurotui.metrics.steady import (  # the batch form's own rule, taken node b
 from neurotui.metrics.steptime import past_warmup, with_step_time
 from neurotui.pricing.table import PriceTable, UnknownInstanceError, builtin_table
 from neurotui.session.columns import Columns
-from neurotui.session.reader import STEP_SOURCES
+from neurotui.session.stepprecedence import STEP_SOURCES
 from neurotui.summary import summarize
 
 if TYPE_CHECKING:  # pandas only where a table is made: a job's figures need none

@@ -24,7 +24,7 @@ from neurotui.metrics.common import stacked_by_length
 from neurotui.metrics.compiles import TORCH_COMPILE, compile_spans
 from neurotui.metrics.ranks import last_compiles
 from neurotui.session.columns import Columns, distinct_ints
-from neurotui.session.reader import STEP_SOURCES
+from neurotui.session.stepprecedence import STEP_SOURCES
 
 if TYPE_CHECKING:
     import pandas as pd
