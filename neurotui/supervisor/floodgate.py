@@ -106,22 +106,18 @@ class FloodGate:
         be, in order: each holds a word the parser's rules need, or a user pattern's match
         starts in it."""
         starts: dict[int, int] = {}
-        find, rfind = data.find, data.rfind
+        find = data.find
         if self._matcher is not None:
             end = -1
             for _, at, _ in self._matcher.find_matches_as_indexes(data):  # type: ignore[attr-defined]
                 if at > end:  # (not a second word of the line just taken)
-                    start = rfind(b"\n", 0, at) + 1
-                    end = find(b"\n", at)
-                    end = len(data) if end < 0 else end
+                    start, end = _line_span(data, at)
                     starts[start] = end
         else:
             for word in self._words:
                 at = find(word)
                 while at >= 0:
-                    start = rfind(b"\n", 0, at) + 1
-                    end = find(b"\n", at)
-                    end = len(data) if end < 0 else end
+                    start, end = _line_span(data, at)
                     starts[start] = end
                     at = find(word, end)
         for pattern in self._patterns:
@@ -129,9 +125,7 @@ class FloodGate:
                 return _all_lines(data)
             at = 0
             while (match := pattern.search(data, at)) is not None:
-                start = rfind(b"\n", 0, match.start()) + 1
-                end = find(b"\n", match.start())
-                end = len(data) if end < 0 else end
+                start, end = _line_span(data, match.start())
                 starts[start] = end
                 at = end + 1  # a match across lines does not hide the next line's own
         return sorted(starts.items())
@@ -146,6 +140,13 @@ class FloodGate:
                 "skipped_lines_kept": self.kept_lines, "skipped_by_log": dict(self.skipped),
                 "over_cap_bytes": self.cap.dropped, "cap_bytes": self.cap.limit,
                 "cap_reached_at": self.cap.reached_at}
+
+
+def _line_span(data: bytes, at: int) -> tuple[int, int]:
+    """The (start, end) of the line of `data` that holds offset `at` (its end: the newline's
+    offset, or the end of `data` for a last line without one)."""
+    end = data.find(b"\n", at)
+    return data.rfind(b"\n", 0, at) + 1, len(data) if end < 0 else end
 
 
 def _all_lines(data: bytes) -> list[tuple[int, int]]:
