@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 KNOWN_KINDS = frozenset({
     "step", "compile", "proc_start", "proc_exit", "restart", "stop_request", "stop_escalate",
     "host", "procs", "neuron", "gpu", "neuron_devices", "source_status", "warning",
-    "instance", "log_offsets", "probe_info", "alert", "lost", "ranks",
+    "instance", "log_offsets", "probe_info", "alert", "lost", "ranks", "profile",
 })
 # High-rate telemetry kept live: the dashboard shows the recent past; replay reads the files.
 TELEMETRY_KINDS = frozenset({"host", "procs", "neuron", "gpu"})
