@@ -1,4 +1,4 @@
-"""Command line: run, attach, ls, stop, replay, compare, export, patterns, serve."""
+"""Command line: run, attach, ls, stop, profile, replay, compare, export, patterns, serve."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from neurotui import __version__, export, fmt, patterns, serve
 from neurotui.compare import command as compare_command
 from neurotui.exporter.options import add_options as add_metrics_options
 from neurotui.exporter.options import metrics_config
+from neurotui.importing import command as import_command
+from neurotui.importing import describe as import_describe
+from neurotui.profiling import command as profile_command
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.jobid import job_identity
@@ -74,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the most of the job's output the session's logs keep, e.g. 200M "
                           "(default 1G); what is dropped past it is said in the log and "
                           "counted in meta.json")
+    run.add_argument("--loss-spike-factor", type=_positive_number, metavar="X",
+                     help="raise the loss-spike alert for a loss above X times the median of "
+                          "its rank's last 50 (default 3)")
+    run.add_argument("--memory-creep-window", type=_positive_number, metavar="SECONDS",
+                     help="judge a rank's resident memory for a steady creep over this long "
+                          "(default 600)")
     run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
                      help="samples in one step of the whole job (global batch, all nodes), "
                           "for steps that do not say (log lines without a batch or "
@@ -131,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--restart", action="store_true", help="stop and start it again")
     stop.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
 
+    profile_command.add_parser(sub)
     compare_command.add_parser(sub)
+    import_command.add_parser(sub)
     export.add_parser(sub)
     patterns.add_parser(sub)
     serve.add_parser(sub)
@@ -235,10 +246,14 @@ def run_command(args: argparse.Namespace) -> int:
             return cmd_attach(args, root)
         if args.command == "replay":
             return cmd_replay(args, root)
+        if args.command == "profile":
+            return profile_command.run(args, root)
         if args.command == "compare":
             return compare_command.run(args, root, show_screen=_compare_screen)
         if args.command == "export":
             return export.run(args, root)
+        if args.command == "import":
+            return import_command.run(args, root)
         if args.command == "patterns":
             return patterns.run(args)
         if args.command == "serve":
@@ -305,6 +320,8 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
         "step_patterns": args.step_pattern or None, "auto_probe": not args.no_auto_probe,
         "samples_per_step": args.samples_per_step, "dataset_size": args.dataset_size,
         "peak_dtype": args.peak_dtype, "log_cap": args.log_cap,
+        "loss_spike_factor": args.loss_spike_factor,
+        "memory_creep_window_s": args.memory_creep_window,
         "group_readable": args.group_readable, "job": args.job, "node": args.node,
         "neuron_metrics_url": _recorded_url(args.neuron_metrics_url)})
     supervisor = _start_with_metrics_url(session_dir, args.neuron_metrics_url)
@@ -503,6 +520,7 @@ def cmd_ls(root: Path) -> int:
         end = finite_or_none(meta.get("ended_at")) or (time.time() if status.running else None)
         took = fmt.short_duration(end - start if start is not None and end is not None else None)
         cmd = " ".join(meta.get("user_command") or meta.get("command") or [])
+        cmd = import_describe.ls_marker(meta) or cmd
         print(f"{path.name:44} {status.state:13} {took:>9}  {cmd[:80]}")
         if (job := job_of(meta)) is not None:
             jobs.setdefault(job, []).append(_node_line(path, meta, status.state))

@@ -38,6 +38,8 @@ from neurotui.supervisor.floodgate import FloodGate
 from neurotui.supervisor.globalranks import GlobalRanks
 from neurotui.supervisor.logcap import DEFAULT_LOG_CAP, LogCap
 from neurotui.supervisor.logfollow import LogFollower, resume_point
+from neurotui.supervisor.losswatch import NONFINITE, SPIKE, LossWatch
+from neurotui.supervisor.memwatch import CREEP, MemoryCreepWatch
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.requests import RequestInbox
 from neurotui.supervisor.stallwatch import StallWatch
@@ -108,6 +110,9 @@ class Supervisor:
         self.stalls = StallWatch(self.dir)
         self.cache_keeper = CacheKeeper(self.dir)  # attach/replay open fast (cachekeeping.py)
         self.follower.stalls = self.stalls
+        # The loss as recorded (NaN, spikes) and the ranks' resident memory (creep).
+        self.losses = LossWatch(self.dir, spike_factor=config.get("loss_spike_factor"))
+        self.creep = MemoryCreepWatch(config.get("memory_creep_window_s"))
         # A node of a job of many nodes: its ranks are recorded as the job numbers them.
         self.job_identity: dict[str, Any] = dict(self.meta.get("job") or {})
         self.global_ranks = GlobalRanks() if self.job_identity.get("id") else None
@@ -213,6 +218,7 @@ class Supervisor:
         self._watch_exit_of(self.job.pid)
         self.follower.attempt = self.attempt
         self.stalls.new_attempt(self.attempt)
+        self.losses.new_attempt(self.attempt)
         if self.global_ranks is not None:  # a new rendezvous may order the nodes anew
             self.global_ranks.new_attempt()
             self.follower.global_ranks = {}
@@ -243,6 +249,7 @@ class Supervisor:
         self.follower.resume(*resume_point(self.dir / layout.EVENTS, self.attempt))
         self.stalls.new_attempt(self.attempt)
         self.stalls.skip_history()
+        self.losses.skip_history()
         self.tree = JobTree(pid)
         self._watch_exit_of(pid)
         self.adopted_pid = pid
@@ -326,6 +333,8 @@ class Supervisor:
         self._guarded("reading the job's logs", self.follower.poll, time.time(), True)
         # A recompile (or a rank's extra graph) in the last second is judged before the end.
         self._guarded("judging the compiles", self._watch_compiles, time.time())
+        self.writer.flush()  # the last steps, on disk for the loss watch to read
+        self._guarded("watching the losses", self._watch_losses, time.time())
         code = returncode if returncode is None or returncode >= 0 else None
         sig_name = signal.Signals(-returncode).name if returncode and returncode < 0 else None
         self.writer.write("proc_exit", t=self.ended_at, attempt=self.attempt,
@@ -465,6 +474,17 @@ class Supervisor:
         self.alerts.update("stalled", self.stalls.alert(now) if self.stopping is None else None,
                            now)
         self._watch_compiles(now)
+        self._guarded("watching the losses", self._watch_losses, now)
+        self._guarded("watching the ranks' memory", self._watch_memory, now)
+
+    def _watch_losses(self, now: float) -> None:
+        self.losses.read()
+        nonfinite, spike = self.losses.alerts()
+        self.alerts.update(NONFINITE, nonfinite, now)
+        self.alerts.update(SPIKE, spike, now)
+
+    def _watch_memory(self, now: float) -> None:
+        self.alerts.update(CREEP, self.creep.alert(now), now)
 
     def _watch_compiles(self, now: float) -> None:
         recompiled, mismatched = self.stalls.compiles.alerts(now)
@@ -504,6 +524,7 @@ class Supervisor:
             self._signal_wake.close()
         self.follower.close()
         self.stalls.close()
+        self.losses.close()
         self.process_rows.close()
         self.host.close()
         if self.exporter is not None:
@@ -535,7 +556,8 @@ class Supervisor:
     def _sample_telemetry(self, now: float) -> None:
         rank_pids: frozenset[int] = frozenset()
         try:
-            self.writer.write_plain("host", t=now, **self.host.sample())
+            host = self.host.sample()
+            self.writer.write_plain("host", t=now, **host)
             if self.tree is not None:
                 procs = self.tree.sampled(now)
                 rows = self.process_rows.sample(procs, self.tree.leader_pid)
@@ -543,6 +565,7 @@ class Supervisor:
                 if self.global_ranks is not None:
                     self._learn_global_ranks([p for p in procs if p.pid in rank_pids], now)
                 self.writer.write_plain("procs", t=now, procs=rows)
+                self._guarded("watching the ranks' memory", self.creep.add, now, rows, host)
         except Exception as exc:  # a telemetry failure is recorded, never fatal
             self.writer.write("warning", source="host", message=f"host telemetry failed: {exc}")
         if self.telemetry is not None:

@@ -1,0 +1,202 @@
+"""The supervisor's watch on host memory creeping up in the ranks: the `memory-creep` alert,
+recorded in the session (alerting.AlertRecorder) like the stall watch's.
+
+Fed the rank processes' resident memory (`procs` rows, each second) and the host's memory
+(the `host` record's `mem_used`, `mem_total`: psutil.virtual_memory()'s), it judges each rank
+over its last DEFAULT_CREEP_WINDOW_S seconds (`run --memory-creep-window`): creeping when the
+Theil-Sen slope (the median of the slopes between pairs of samples: a garbage collection's
+drop or a one-off allocation moves it little) is at least DEFAULT_CREEP_MIN_MB_PER_MIN both over
+the window and over its last half (warm-up growth that levels off stops counting within half
+a window), the growth over the window is at least DEFAULT_CREEP_MIN_GROWTH_MB, and the growth is
+steady (Kendall's tau of time and memory at least DEFAULT_CREEP_MIN_TAU). The alert gives the
+rate and the time left before the host's free memory is used up at the creeping ranks' rates
+together. Device memory is not judged here: the telemetry does not tie it to a rank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from neurotui.defaults import (
+    DEFAULT_CREEP_MIN_GROWTH_MB,
+    DEFAULT_CREEP_MIN_MB_PER_MIN,
+    DEFAULT_CREEP_MIN_TAU,
+    DEFAULT_CREEP_WINDOW_S,
+)
+from neurotui.supervisor.alerting import Raised
+
+CREEP = "memory-creep"
+_MB = 1 << 20  # the figures are MiB, as the rest of the alerts' (alerting._mib)
+_POINTS = 40
+"""Samples a judgement looks at, evenly spread over the window (all pairs: 780 slopes)."""
+JUDGE_S = 5.0
+"""How often the ranks are judged again (their samples are kept each second)."""
+_COVERED = 0.9  # a rank is judged once its samples span this much of the window
+
+
+@dataclass(frozen=True)
+class Creep:
+    pid: int
+    rank: int | None
+    rss: float  # bytes, the latest sample
+    mb_per_min: float  # over the window
+    recent_mb_per_min: float  # over its last half
+    growth_mb: float
+    tau: float
+    window_s: float
+
+
+def theil_sen(points: list[tuple[float, float]]) -> float:
+    """The median of the slopes between every pair of points with different x."""
+    slopes = sorted((y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(points)
+                    for x2, y2 in points[i + 1:] if x2 != x1)
+    if not slopes:
+        return 0.0
+    middle = len(slopes) // 2
+    return slopes[middle] if len(slopes) % 2 else (slopes[middle - 1] + slopes[middle]) / 2
+
+
+def kendall_tau(points: list[tuple[float, float]]) -> float:
+    """(concordant - discordant pairs) / all pairs: 1 for a series that only grows."""
+    pairs = concordance = 0
+    for i, (x1, y1) in enumerate(points):
+        for x2, y2 in points[i + 1:]:
+            pairs += 1
+            product = (x2 - x1) * (y2 - y1)
+            concordance += (product > 0) - (product < 0)
+    return concordance / pairs if pairs else 0.0
+
+
+def spread(samples: list[tuple[float, float]], count: int = _POINTS) -> list[tuple[float, float]]:
+    """At most `count` of `samples`, evenly spread, the first and last kept."""
+    if len(samples) <= count:
+        return samples
+    last = len(samples) - 1
+    return [samples[round(i * last / (count - 1))] for i in range(count)]
+
+
+def judge(samples: list[tuple[float, float]], window_s: float,
+          min_mb_per_min: float = DEFAULT_CREEP_MIN_MB_PER_MIN,
+          min_growth_mb: float = DEFAULT_CREEP_MIN_GROWTH_MB,
+          min_tau: float = DEFAULT_CREEP_MIN_TAU) -> tuple[float, float, float, float] | None:
+    """(MiB/min over the window, over its last half, MiB grown, tau) where the (t, bytes)
+    `samples` of the last `window_s` seconds creep, else None."""
+    if len(samples) < 8 or samples[-1][0] - samples[0][0] < _COVERED * window_s:
+        return None
+    points = spread(samples)
+    rate = theil_sen(points) * 60 / _MB
+    if rate < min_mb_per_min:
+        return None
+    half = samples[-1][0] - window_s / 2
+    recent = theil_sen(spread([s for s in samples if s[0] >= half])) * 60 / _MB
+    growth = rate * (samples[-1][0] - samples[0][0]) / 60
+    if recent < min_mb_per_min or growth < min_growth_mb:
+        return None
+    tau = kendall_tau(points)
+    return (rate, recent, growth, tau) if tau >= min_tau else None
+
+
+class MemoryCreepWatch:
+    def __init__(self, window_s: float | None = None, *,
+                 min_mb_per_min: float = DEFAULT_CREEP_MIN_MB_PER_MIN,
+                 min_growth_mb: float = DEFAULT_CREEP_MIN_GROWTH_MB,
+                 min_tau: float = DEFAULT_CREEP_MIN_TAU) -> None:
+        self.window_s = float(window_s or DEFAULT_CREEP_WINDOW_S)
+        self.min_mb_per_min = min_mb_per_min
+        self.min_growth_mb = min_growth_mb
+        self.min_tau = min_tau
+        self._samples: dict[int, deque[tuple[float, float]]] = {}
+        self._ranks: dict[int, int | None] = {}  # pid -> RANK from its environment
+        self._free: float | None = None  # the host's bytes not used, latest
+        self._judged_at = float("-inf")
+        self.creeping: dict[int, Creep] = {}
+
+    def add(self, now: float, procs: Iterable[Mapping[str, Any]],
+            host: Mapping[str, Any] | None = None) -> None:
+        """One round of telemetry: the `procs` rows (the ranks' are kept) and the `host`
+        record. A rank gone (exited, restarted) is forgotten."""
+        seen = set()
+        for row in procs:
+            pid, rss = row.get("pid"), row.get("rss")
+            if row.get("role") != "rank" or not isinstance(pid, int) or \
+                    not isinstance(rss, (int, float)):
+                continue
+            seen.add(pid)
+            kept = self._samples.get(pid)
+            if kept is None:
+                kept = self._samples[pid] = deque()
+                self._ranks[pid] = _rank_of(pid)
+            kept.append((now, float(rss)))
+            while kept and kept[0][0] < now - self.window_s:
+                kept.popleft()
+        for pid in [pid for pid in self._samples if pid not in seen]:
+            del self._samples[pid]
+            self._ranks.pop(pid, None)
+            self.creeping.pop(pid, None)
+        if host:
+            used, total = host.get("mem_used"), host.get("mem_total")
+            if isinstance(used, (int, float)) and isinstance(total, (int, float)):
+                self._free = max(0.0, float(total) - float(used))
+
+    def alert(self, now: float) -> Raised | None:
+        if now - self._judged_at >= JUDGE_S:
+            self._judged_at = now
+            self._judge()
+        if not self.creeping:
+            return None
+        creeps = sorted(self.creeping.values(), key=lambda c: -c.mb_per_min)
+        named = sorted((c.rank if c.rank is not None else -1, c.pid) for c in creeps)
+        who = ", ".join(str(rank) if rank >= 0 else f"pid {pid}" for rank, pid in named)
+        # The ranks only in the title: figures that moved would write a new start each time.
+        title = f"host memory creeping up on rank{'s' if len(named) > 1 else ''} {who}"
+        evidence = [f"{_who(c)}: resident {c.rss / _MB:,.0f} MiB, growing "
+                    f"{c.mb_per_min:,.1f} MiB/min over the last {_minutes(c.window_s / 60)} "
+                    f"({c.recent_mb_per_min:,.1f} in its last half; +{c.growth_mb:,.0f} MiB; "
+                    f"steadiness tau {c.tau:.2f})" for c in creeps[:8]]
+        total_rate = sum(c.mb_per_min for c in creeps)
+        if self._free is not None:
+            minutes = self._free / _MB / total_rate
+            evidence.append(f"the host's {self._free / _MB:,.0f} MiB free would be used up in "
+                            f"{_minutes(minutes)} at {total_rate:,.1f} MiB/min")
+        return Raised("warning", title, tuple(evidence),
+                      "a leak in the training loop: tensors kept across steps (a loss summed "
+                      "without .item() or .detach()), a growing list or cache, DataLoader "
+                      "workers copying a Python list on access")
+
+    def _judge(self) -> None:
+        creeping = {}
+        for pid, kept in self._samples.items():
+            found = judge(list(kept), self.window_s, self.min_mb_per_min, self.min_growth_mb,
+                          self.min_tau)
+            if found is not None:
+                rate, recent, growth, tau = found
+                creeping[pid] = Creep(pid, self._ranks.get(pid), kept[-1][1], rate, recent,
+                                      growth, tau, self.window_s)
+        self.creeping = creeping
+
+
+def _rank_of(pid: int) -> int | None:
+    """The rank torchrun gave the process (RANK in its environment); None where unreadable."""
+    with contextlib.suppress(psutil.Error, ValueError, OSError):
+        rank = psutil.Process(pid).environ().get("RANK")
+        return int(rank) if rank is not None else None
+    return None
+
+
+def _who(creep: Creep) -> str:
+    return (f"rank {creep.rank} (pid {creep.pid})" if creep.rank is not None
+            else f"pid {creep.pid}")
+
+
+def _minutes(minutes: float) -> str:
+    if minutes < 1:
+        return f"{minutes * 60:.0f} s"
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    return f"{minutes / 60:.1f} h" if minutes < 48 * 60 else f"{minutes / 1440:.1f} days"
