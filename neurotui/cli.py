@@ -1,4 +1,4 @@
-"""Command line: run, attach, ls, stop, replay, compare, export, patterns, serve."""
+"""Command line: run, attach, ls, stop, profile, replay, compare, export, patterns, serve."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from neurotui import __version__, export, fmt, patterns, serve
 from neurotui.compare import command as compare_command
 from neurotui.exporter.options import add_options as add_metrics_options
 from neurotui.exporter.options import metrics_config
+from neurotui.profiling import command as profile_command
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.jobid import job_identity
@@ -137,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--restart", action="store_true", help="stop and start it again")
     stop.add_argument("--wait", type=float, default=120.0, metavar="SECONDS")
 
+    profile_command.add_parser(sub)
     compare_command.add_parser(sub)
     export.add_parser(sub)
     patterns.add_parser(sub)
@@ -241,6 +243,8 @@ def run_command(args: argparse.Namespace) -> int:
             return cmd_attach(args, root)
         if args.command == "replay":
             return cmd_replay(args, root)
+        if args.command == "profile":
+            return profile_command.run(args, root)
         if args.command == "compare":
             return compare_command.run(args, root, show_screen=_compare_screen)
         if args.command == "export":

@@ -29,6 +29,11 @@ supervisor places each printed line after the step it follows by that offset, so
 right after `optimizer.step()` goes with that step, which the log's modification time (a coarse
 clock, milliseconds behind) could not tell.
 
+On request (`neurotui profile`: profiles/request.json in the session folder, looked at with
+one os.stat at most every half second from the step hook), it wraps the rank's next N optimizer
+steps in torch.profiler.profile and writes the Chrome trace gzipped to
+profiles/<id>/rank-<RANK>.json.gz, with `profile` records saying so (`_Profiles`).
+
 Records go to <session>/probe/auto-rank-<RANK>.jsonl (O_APPEND), written at least every
 WRITE_EVERY_S and at exit (one os.write for the steps since the last), opened at the first
 optimizer step, so processes that never step an optimizer (the torchrun launcher, DataLoader
@@ -42,8 +47,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import stat
@@ -59,6 +66,10 @@ SESSION_ENV = "NEUROTUI_SESSION"
 ENABLE_ENV = "NEUROTUI_AUTO_PROBE"
 ATTEMPT_ENV = "NEUROTUI_ATTEMPT"
 SPOOL_ENV = "NEUROTUI_SPOOL"
+
+PROFILES_DIR = "profiles"
+PROFILE_REQUEST = "request.json"
+"""profiles/request.json in the session folder: `neurotui profile`'s request (_Profiles)."""
 
 WRITE_EVERY_S = 0.05
 """Steps are written at least this often (and at exit): a kill -9 loses at most this much."""
@@ -216,6 +227,9 @@ class _Probe:
         self.tensor_type: type | None = None
         self.primary_name = ""
         self.compiles: _Compiles | None = None
+        self.profiles = _Profiles(self)
+        self.profile_due = 0.0
+        """When on_step next hands the step to `profiles` (every step while one is taken)."""
 
     # -- hooking -----------------------------------------------------------------------------
     def on_import(self, name: str, module: Any) -> None:
@@ -329,6 +343,8 @@ class _Probe:
             with self.lock:
                 self.pending.append((now, self.step, samples, self.last_t, waited, where))
             self.last_t = now
+            if now >= self.profile_due:  # a profile asked or taken (one compare per step)
+                self.profiles.tick(self.step, now)
             if now - self.written_at >= WRITE_EVERY_S:
                 self.write_pending()
             elif not self.writer_waiting:  # the writer thread writes it if no step follows soon
@@ -380,6 +396,8 @@ class _Probe:
 
     def write_at_exit(self) -> None:
         # The process is leaving: nothing to switch off, nothing to raise into.
+        with contextlib.suppress(Exception):
+            self.profiles.at_exit()
         with contextlib.suppress(Exception):
             self.write_pending()
 
@@ -589,6 +607,194 @@ class _Compiles:
         trigger = getattr(getattr(args, "callback_trigger", None), "name", "")
         return self.TRIGGERS.get(trigger, trigger.lower() or "dynamo"), \
             str(getattr(args, "compile_id", ""))
+
+
+class _Profiles:
+    """Profiles on request (`neurotui profile`): the next N optimizer steps of this rank wrapped
+    in torch.profiler.profile, the trace written gzipped to profiles/<id>/rank-<R>.json.gz.
+
+    The request is profiles/request.json in the session folder, written whole (renamed into
+    place) by the command. While none is being taken, on_step calls `tick` at most every
+    LOOK_EVERY_S: one os.stat, and the file read only when it changed (a new inode each
+    request). A request is taken once, by the ranks it names (all when none), until it
+    expires. Each rank records `profile` records (`started`, then `done` or `failed`) in its
+    probe file. Anything that goes wrong ends the capture with a `failed` record and leaves
+    training, and the step records, alone."""
+
+    LOOK_EVERY_S = 0.5
+    MAX_STEPS = 1000
+    MAX_REQUEST_BYTES = 4096
+
+    def __init__(self, probe: _Probe) -> None:
+        self.probe = probe
+        self.request_path = os.path.join(probe.session_dir, PROFILES_DIR, PROFILE_REQUEST)
+        self.seen: tuple[int, int, int] | None = None
+        self.taken: set[str] = set()
+        self.capture: dict[str, Any] | None = None
+
+    def tick(self, step: int, now: float) -> None:
+        """After the counted optimizer step `step`: end a capture whose last step this is, or
+        look for a request (and start its capture here: the next step is its first)."""
+        probe = self.probe
+        if self.capture is not None:
+            if step >= self.capture["last_step"]:
+                self.finish(step, now)
+            return
+        probe.profile_due = now + self.LOOK_EVERY_S
+        try:
+            request = self._new_request()
+        except Exception:  # a request that cannot be read or understood: the next one may
+            return
+        if request is not None:
+            self.start(request, step, now)
+
+    def _new_request(self) -> dict[str, Any] | None:
+        try:
+            status = os.stat(self.request_path)
+        except OSError:
+            self.seen = None
+            return None
+        seen = (status.st_ino, status.st_mtime_ns, status.st_size)
+        if seen == self.seen or status.st_size > self.MAX_REQUEST_BYTES:
+            return None
+        self.seen = seen
+        with open(self.request_path, encoding="utf-8") as f:
+            request = json.loads(f.read(self.MAX_REQUEST_BYTES))
+        if not isinstance(request, dict):
+            return None
+        request_id, steps, ranks = request.get("id"), request.get("steps"), request.get("ranks")
+        expires = request.get("expires")
+        if not (isinstance(request_id, str) and request_id.isalnum() and len(request_id) <= 64
+                and isinstance(steps, int) and 0 < steps <= self.MAX_STEPS
+                and isinstance(expires, (int, float))):
+            return None
+        if request_id in self.taken or time.time() > expires:
+            return None
+        if isinstance(ranks, list) and self.probe.rank not in ranks:
+            return None
+        self.taken.add(request_id)
+        return request
+
+    def start(self, request: dict[str, Any], step: int, now: float) -> None:
+        probe = self.probe
+        request_id = request["id"]
+        first, last = step + 1, step + int(request["steps"])
+        relative = f"{PROFILES_DIR}/{request_id}/rank-{probe.rank}.json.gz"
+        fields = {"id": request_id, "first_step": first, "last_step": last, "file": relative}
+        try:
+            torch = sys.modules["torch"]
+            folder = os.path.join(probe.session_dir, PROFILES_DIR, request_id)
+            os.makedirs(folder, exist_ok=True)
+            profiler, activities, notes = _new_profiler(
+                torch, memory=bool(request.get("memory")),
+                device_trace=bool(request.get("device_trace")), folder=folder)
+            profiler.start()
+        except Exception as exc:
+            probe.record(now, "profile", what="failed", error=_error_text(exc), **fields)
+            return
+        self.capture = {**fields, "profiler": profiler, "started": now,
+                        "path": os.path.join(probe.session_dir, relative)}
+        probe.profile_due = 0.0  # every step now, to end the capture at its last step
+        probe.record(now, "profile", what="started", activities=activities,
+                     memory=bool(request.get("memory")), notes=notes, **fields)
+
+    def finish(self, step: int, now: float, *, early: bool = False) -> None:
+        """Stop the profiler after the capture's last step (or at exit) and write its trace."""
+        capture, self.capture = self.capture, None
+        self.probe.profile_due = now + self.LOOK_EVERY_S
+        if capture is None:
+            return
+        fields = {key: capture[key] for key in ("id", "first_step", "last_step", "file")}
+        fields["last_step"] = min(step, capture["last_step"])
+        try:
+            capture["profiler"].stop()
+            stopped = time.time()
+            size = _write_trace(capture["profiler"], capture["path"])
+            done = time.time()
+            self.probe.record(done, "profile", what="done", bytes=size,
+                              capture_s=stopped - capture["started"], export_s=done - stopped,
+                              ended_early=early, **fields)
+        except Exception as exc:
+            self.probe.record(time.time(), "profile", what="failed", error=_error_text(exc),
+                              **fields)
+
+    def at_exit(self) -> None:
+        """The process leaves during a capture: the steps taken so far are written."""
+        if self.capture is not None and self.probe.pid == os.getpid():
+            self.finish(self.probe.step, time.time(), early=True)
+
+
+def _new_profiler(torch: Any, *, memory: bool, device_trace: bool,
+                  folder: str) -> tuple[Any, list[str], list[str]]:
+    """torch.profiler.profile for this process's devices: CPU always, CUDA where torch sees a
+    GPU, and on Neuron (torch_neuronx importable) PrivateUse1 with a NeuronConfig of the
+    runtime and CPU-utilisation modes (the device mode only with `device_trace`: it reserves
+    HBM). Returns it (not started), the activities' names, and notes on what was left out."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    notes: list[str] = []
+    extra: dict[str, Any] = {}
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    neuron = _neuron_config(device_trace, folder, notes)
+    if neuron is not None:
+        activities.append(ProfilerActivity.PrivateUse1)
+        extra["experimental_config"] = neuron
+    try:
+        profiler = profile(activities=activities, profile_memory=memory, record_shapes=False,
+                           **extra)
+    except TypeError as exc:  # this torch takes no NeuronConfig there: the host's side alone
+        if not extra:
+            raise
+        notes.append(f"NeuronConfig refused ({_error_text(exc)}): CPU activity only")
+        activities = [a for a in activities if a != ProfilerActivity.PrivateUse1]
+        profiler = profile(activities=activities, profile_memory=memory, record_shapes=False)
+    return profiler, [str(a.name) for a in activities], notes
+
+
+def _neuron_config(device_trace: bool, folder: str, notes: list[str]) -> Any:
+    """Neuron Explorer's NeuronConfig (runtime and CPU-utilisation modes, device mode on
+    request), or None where torch_neuronx is not installed or has none."""
+    if importlib.util.find_spec("torch_neuronx") is None:
+        return None
+    for where in ("torch_neuronx.profiler", "torch_neuronx.experimental.profiler",
+                  "torch_neuronx"):
+        try:
+            module = importlib.import_module(where)
+            config, modes = module.NeuronConfig, module.ProfileMode
+        except (ImportError, AttributeError):
+            continue
+        chosen = [modes.RUNTIME, modes.CPU_UTIL] + ([modes.DEVICE] if device_trace else [])
+        try:
+            return config(modes=chosen, output_dir=folder)
+        except TypeError:
+            return config(modes=chosen)
+    notes.append("torch_neuronx has no NeuronConfig here: Neuron runtime activity not captured")
+    return None
+
+
+def _write_trace(profiler: Any, path: str) -> int:
+    """The profiler's Chrome trace, gzipped at `path` (whole: renamed into place); its size."""
+    import gzip
+    import shutil
+
+    plain = f"{path}.{os.getpid()}.json"
+    packed = f"{path}.{os.getpid()}.tmp"
+    try:
+        profiler.export_chrome_trace(plain)
+        with open(plain, "rb") as source, gzip.open(packed, "wb", compresslevel=6) as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        os.replace(packed, path)
+    finally:
+        for leftover in (plain, packed):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover)
+    return os.path.getsize(path)
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _compile_number(compile_id: str) -> int:
