@@ -19,6 +19,8 @@ from neurotui import __version__, export, fmt, patterns, serve
 from neurotui.compare import command as compare_command
 from neurotui.exporter.options import add_options as add_metrics_options
 from neurotui.exporter.options import metrics_config
+from neurotui.importing import command as import_command
+from neurotui.importing import describe as import_describe
 from neurotui.profiling import command as profile_command
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
@@ -140,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     profile_command.add_parser(sub)
     compare_command.add_parser(sub)
+    import_command.add_parser(sub)
     export.add_parser(sub)
     patterns.add_parser(sub)
     serve.add_parser(sub)
@@ -249,6 +252,8 @@ def run_command(args: argparse.Namespace) -> int:
             return compare_command.run(args, root, show_screen=_compare_screen)
         if args.command == "export":
             return export.run(args, root)
+        if args.command == "import":
+            return import_command.run(args, root)
         if args.command == "patterns":
             return patterns.run(args)
         if args.command == "serve":
@@ -515,6 +520,7 @@ def cmd_ls(root: Path) -> int:
         end = finite_or_none(meta.get("ended_at")) or (time.time() if status.running else None)
         took = fmt.short_duration(end - start if start is not None and end is not None else None)
         cmd = " ".join(meta.get("user_command") or meta.get("command") or [])
+        cmd = import_describe.ls_marker(meta) or cmd
         print(f"{path.name:44} {status.state:13} {took:>9}  {cmd[:80]}")
         if (job := job_of(meta)) is not None:
             jobs.setdefault(job, []).append(_node_line(path, meta, status.state))

@@ -76,6 +76,8 @@ def _footnotes(rows: Sequence[dict[str, Any]]) -> list[str]:
             notes.append(f"{r['session']}: steps from {r['step_source']}" + (
                 f"; step time less data wait (the study's own timing): {without * 1000:.1f} ms"
                 if fmt.known(without) else ""))
+    if any(r.get("imported") for r in rows):  # how each run's times were known
+        notes.extend(f"{r['session']}: {r['times_from']}" for r in rows if r.get("times_from"))
     for r in rows:  # an epoch (--dataset-size) at the steady rate
         if fmt.known(r.get("epoch_s")):
             cost = f", {fmt.usd(r['usd_per_epoch'])}" if fmt.known(r.get("usd_per_epoch")) \

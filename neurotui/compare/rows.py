@@ -27,6 +27,7 @@ import numpy as np
 from neurotui import fmt, metrics, recorded
 from neurotui.compare.load import LoadedJob, LoadedSession, load_session
 from neurotui.defaults import DEFAULT_WARMUP_STEPS
+from neurotui.importing.describe import imported_of, times_note
 from neurotui.live.neuron import NO_SAMPLES, RunNeuron, errors_text
 from neurotui.metrics import compiles
 from neurotui.metrics.breakdown import phase_order, steady_phase_medians
@@ -92,14 +93,16 @@ EXTRA_KEYS = ("step_source", "step_time_without_data_s", "dataset_size", "epoch_
               "usd_per_epoch", "cores_available", "baseline", "alerts_by_key", "lost",
               "problems", "path", "job", "nodes", "node_states", "flops_peak", "flops_note",
               "exec_errors_by_type", "first_step_compile_s", "compile_graphs",
-              "compile_mismatch", "graph_breaks", "recompile_reasons")
+              "compile_mismatch", "graph_breaks", "recompile_reasons", "times_from",
+              "imported")
 """Also in every row (CSV, JSON, DataFrame), not in the text table (a job's nodes are its
 footnote there)."""
 _INT_KEYS = ("cores_used", "workers", "cores_available", "alerts", "nodes", "recompiles",
              "graph_breaks")
 _TEXT_KEYS = ("session", "state", "instance_type", "accelerator", "step_source",
               "alerts_by_key", "lost", "problems", "path", "job", "node_states", "flops_peak",
-              "flops_note", "exec_errors_by_type", "compile_graphs", "recompile_reasons")
+              "flops_note", "exec_errors_by_type", "compile_graphs", "recompile_reasons",
+              "times_from")
 
 
 def job_figures(job: LoadedJob, now: float | None = None,
@@ -348,6 +351,8 @@ def session_row(session: LoadedSession, *, table: PriceTable | None = None,
         or None,
         "lost": recorded.lost_text(session.lost),
         "step_source": figures["step_source"],
+        "times_from": times_note(meta),
+        "imported": imported_of(meta) is not None,
         "step_time_without_data_s": figures["step_time_without_data_s"],
         "dataset_size": figures["dataset_size"],
         "epoch_s": figures["epoch_s"],
@@ -442,7 +447,7 @@ def rows_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     for key in keys:
         if key in _INT_KEYS:
             df[key] = pd.array([row.get(key) for row in rows], dtype="Int64")
-        elif key == "baseline":
+        elif key in ("baseline", "imported"):
             df[key] = df[key].astype(bool)
         elif key not in _TEXT_KEYS:
             df[key] = pd.to_numeric(df[key], errors="coerce").astype("float64")
