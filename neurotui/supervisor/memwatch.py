@@ -7,7 +7,8 @@ over its last DEFAULT_CREEP_WINDOW_S seconds (`run --memory-creep-window`): cree
 Theil-Sen slope (the median of the slopes between pairs of samples: a garbage collection's
 drop or a one-off allocation moves it little) is at least DEFAULT_CREEP_MIN_MB_PER_MIN both over
 the window and over its last half (warm-up growth that levels off stops counting within half
-a window), the growth over the window is at least DEFAULT_CREEP_MIN_GROWTH_MB, and the growth is
+a window), the growth over the window (the median of its last 5 samples less that of its
+first 5) is at least DEFAULT_CREEP_MIN_GROWTH_MB, and the growth is
 steady (Kendall's tau of time and memory at least DEFAULT_CREEP_MIN_TAU). The alert gives the
 rate and the time left before the host's free memory is used up at the creeping ranks' rates
 together. Device memory is not judged here: the telemetry does not tie it to a rank.
@@ -37,6 +38,7 @@ _POINTS = 40
 """Samples a judgement looks at, evenly spread over the window (all pairs: 780 slopes)."""
 JUDGE_S = 5.0
 """How often the ranks are judged again (their samples are kept each second)."""
+_ENDS = 5  # samples at each end of the window whose medians give its growth
 _COVERED = 0.9  # a rank is judged once its samples span this much of the window
 
 
@@ -81,6 +83,12 @@ def spread(samples: list[tuple[float, float]], count: int = _POINTS) -> list[tup
     return [samples[round(i * last / (count - 1))] for i in range(count)]
 
 
+def _median_of(samples: list[tuple[float, float]]) -> float:
+    values = sorted(value for _, value in samples)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
 def judge(samples: list[tuple[float, float]], window_s: float,
           min_mb_per_min: float = DEFAULT_CREEP_MIN_MB_PER_MIN,
           min_growth_mb: float = DEFAULT_CREEP_MIN_GROWTH_MB,
@@ -89,14 +97,18 @@ def judge(samples: list[tuple[float, float]], window_s: float,
     `samples` of the last `window_s` seconds creep, else None."""
     if len(samples) < 8 or samples[-1][0] - samples[0][0] < _COVERED * window_s:
         return None
+    # The growth first (the median of the last samples less that of the first): a healthy
+    # rank is let go without the slopes' sorts (32 ranks, every few seconds).
+    growth = (_median_of(samples[-_ENDS:]) - _median_of(samples[:_ENDS])) / _MB
+    if growth < min_growth_mb:
+        return None
     points = spread(samples)
     rate = theil_sen(points) * 60 / _MB
     if rate < min_mb_per_min:
         return None
     half = samples[-1][0] - window_s / 2
     recent = theil_sen(spread([s for s in samples if s[0] >= half])) * 60 / _MB
-    growth = rate * (samples[-1][0] - samples[0][0]) / 60
-    if recent < min_mb_per_min or growth < min_growth_mb:
+    if recent < min_mb_per_min:
         return None
     tau = kendall_tau(points)
     return (rate, recent, growth, tau) if tau >= min_tau else None

@@ -137,3 +137,25 @@ def test_an_adopting_supervisor_reads_on_from_the_end(tmp_path: Path) -> None:
     nonfinite, _ = watch.alerts()
     assert nonfinite is not None and nonfinite.title == "loss turned -inf at step 6 on rank 0"
     watch.close()
+
+
+def test_the_median_of_the_window_is_the_median_of_its_last_losses(tmp_path: Path) -> None:
+    """The sorted window kept by bisect against statistics.median of the last losses."""
+    import random
+    import statistics
+
+    watch = LossWatch(tmp_path, spike_factor=1.5, window=7, min_history=3)
+    noise = random.Random(5)
+    kept: list[float] = []
+    for step in range(DEFAULT_WARMUP_STEPS + 1, 400):
+        loss = noise.choice([1.0, 2.0, 2.0, 3.0]) * noise.uniform(0.5, 1.5)
+        spikes = len(watch.spikes)
+        watch.add(0, step, loss)
+        window = kept[-7:]
+        expected = (len(window) >= 3 and loss > 1.5 * statistics.median(window))
+        assert (len(watch.spikes) > spikes) == expected, (step, window, loss)
+        if expected:
+            assert watch.spikes[-1].median == statistics.median(window)
+        kept.append(loss)
+    watch.add(0, 400, float("inf"))  # a float a caller passed, not a record: told as inf
+    assert watch.alerts()[0] is not None
