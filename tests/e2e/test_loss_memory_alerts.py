@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.live.clock import FixedClock
+from neurotui.live.model import DashboardModel
 from neurotui.session.reader import SessionReader
+from neurotui.session.timeline import Timeline
 from tests.e2e.conftest import REPO, only_session, run_cli
 
 pytestmark = pytest.mark.slow
@@ -63,6 +66,17 @@ def test_a_spike_and_a_nan_loss_raise_their_alerts_and_memory_stays_quiet(sessio
     assert evidence[0].startswith("rank 0: loss nan at step 100 (a log line); the last finite "
                                   "loss: ")
     assert evidence[1].startswith("rank 1: loss nan at step 101")  # DDP carried it over
+    # Replayed: on at the NaN's moment, with the evidence recorded then.
+    at = float(starts["loss-nonfinite"][0]["t"]) + 0.5
+    timeline = Timeline(session)
+    try:
+        view = timeline.view()
+        view.seek(at)
+        shown = {a.key: a for a in DashboardModel(view, FixedClock(at), throttle=False)
+                 .refresh().alerts}
+    finally:
+        timeline.close()
+    assert shown["loss-nonfinite"].title.startswith("loss turned nan at step 100 on rank 0")
     row = _compared(sessions, session)
     assert row["alerts_by_key"] == "loss-nonfinite x1, loss-spike x1"
     assert row["alerts"] == 2
