@@ -691,6 +691,45 @@ def probe_notes(notes: Sequence[Mapping[str, Any]]) -> Alert | None:
                  tuple(said.values()), advice)
 
 
+def profiles_taken(records: Sequence[Mapping[str, Any]], now: float) -> Alert | None:
+    """The profiles taken of this run (`neurotui profile`, `p`): the steps each profiled,
+    whose times are not steady-state figures, and where the ranks' traces are."""
+    taken: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if float(record.get("t", math.inf)) > now:
+            continue
+        one = taken.setdefault(str(record.get("id")), {"steps": None, "done": {},
+                                                       "failed": [], "started": []})
+        one["steps"] = f"{record.get('first_step')}-{record.get('last_step')}"
+        what = record.get("what")
+        rank = record.get("rank")
+        if what == "done":  # (each rank takes the request at its own next step)
+            one["done"].setdefault(one["steps"], []).append(rank)
+        elif what == "failed":
+            one["failed"].append(f"rank {rank}: {record.get('error')}")
+        elif what == "started":
+            one["started"].append(rank)
+    if not taken:
+        return None
+    lines = []
+    for profile_id, one in taken.items():
+        done = [rank for ranks in one["done"].values() for rank in ranks]
+        if done:
+            steps = ", ".join(f"{steps} of rank {', '.join(map(str, sorted(ranks)))}"
+                              for steps, ranks in sorted(one["done"].items()))
+            lines.append(f"steps {steps} profiled (not steady-state times): traces in "
+                         f"profiles/{profile_id}/")
+        busy = sorted(set(one["started"]) - set(done))
+        busy = [rank for rank in busy if not any(f"rank {rank}:" in f for f in one["failed"])]
+        if busy:
+            lines.append(f"rank {', '.join(map(str, busy))} profiling steps {one['steps']}")
+        lines += [f"profile {profile_id} failed in {failure} (training went on)"
+                  for failure in one["failed"]]
+    return Alert("profiles", "info", f"{len(taken)} profile{'s' * (len(taken) > 1)} taken",
+                 tuple(lines[-6:]), "open a trace (.json.gz) in ui.perfetto.dev; "
+                 "`neurotui profile` prints each rank's top operators as it takes one")
+
+
 def recorded(alerts: Iterable[Mapping[str, Any]], now: float) -> list[Alert]:
     """The supervisor's alerts on at `now`, as it recorded them in the session (they hold
     whether or not anyone watched: a stall in the night is in the replay)."""

@@ -584,6 +584,7 @@ class DashboardModel:
             rules.step_variance(recent, self._compile_table(), self._phases_tail),
             rules.restarts(events.get("restart", [])),
             rules.probe_notes(events.get("probe_info", ())),
+            rules.profiles_taken(events.get("profile", ()), now),
             _warnings(events.get("warning", [])),
             rules.lost_data([r for r in events.get("lost", ()) if float(r["t"]) <= now]),
         ]

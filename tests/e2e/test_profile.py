@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from neurotui.live.clock import FixedClock
+from neurotui.live.model import DashboardModel
 from neurotui.profiling.trace import load_trace
 from neurotui.session.reader import SessionReader
-from neurotui.session.status import session_status
+from neurotui.session.status import SessionStatus, session_status
 from tests.e2e.conftest import (
     REPO,
     meta,
@@ -79,6 +81,15 @@ def test_a_running_two_rank_job_is_profiled_and_completes(sessions: Path) -> Non
     assert reader.steps().groupby("rank")["step"].max().to_dict() == {0: 2000, 1: 2000}
     assert not reader.problems.unknown_kinds
     assert {r["what"] for r in reader.events["profile"]} == {"started", "done"}
+    # The dashboard (and replay) marks the steps profiled and says where the traces are.
+    model = DashboardModel(SessionReader(session), FixedClock(float(meta(session)["ended_at"])),
+                           throttle=False,
+                           status=lambda: SessionStatus("completed", False, "exit code 0"))
+    alerts = {a.key: a for a in model.refresh().alerts}
+    mark = alerts["profiles"].evidence[0]
+    assert mark.endswith(f"profiled (not steady-state times): traces in "
+                         f"{Path(done[0]['file']).parent}/"), mark
+    assert all(f"{r['first_step']}-{r['last_step']} of rank" in mark for r in done), mark
 
 
 def test_a_job_that_cannot_be_profiled_is_told_why(sessions: Path) -> None:
