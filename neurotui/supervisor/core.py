@@ -39,7 +39,7 @@ from neurotui.supervisor.globalranks import GlobalRanks
 from neurotui.supervisor.logcap import DEFAULT_LOG_CAP, LogCap
 from neurotui.supervisor.logfollow import LogFollower, resume_point
 from neurotui.supervisor.losswatch import NONFINITE, SPIKE, LossWatch
-from neurotui.supervisor.memwatch import CREEP, MemoryCreepWatch
+from neurotui.supervisor.memwatch import CREEP, DEVICE_CREEP, MemoryCreepWatch
 from neurotui.supervisor.process_tree import JobTree
 from neurotui.supervisor.requests import RequestInbox
 from neurotui.supervisor.stallwatch import StallWatch
@@ -250,6 +250,7 @@ class Supervisor:
         self.stalls.new_attempt(self.attempt)
         self.stalls.skip_history()
         self.losses.skip_history()
+        self.creep.skip_history(self.dir)
         self.tree = JobTree(pid)
         self._watch_exit_of(pid)
         self.adopted_pid = pid
@@ -485,6 +486,8 @@ class Supervisor:
 
     def _watch_memory(self, now: float) -> None:
         self.alerts.update(CREEP, self.creep.alert(now), now)
+        self.creep.read_devices(self.dir)  # (the accelerator telemetry as recorded)
+        self.alerts.update(DEVICE_CREEP, self.creep.device_alert(now), now)
 
     def _watch_compiles(self, now: float) -> None:
         recompiled, mismatched = self.stalls.compiles.alerts(now)
@@ -525,6 +528,7 @@ class Supervisor:
         self.follower.close()
         self.stalls.close()
         self.losses.close()
+        self.creep.close()
         self.process_rows.close()
         self.host.close()
         if self.exporter is not None:

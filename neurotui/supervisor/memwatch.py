@@ -3,23 +3,33 @@ recorded in the session (alerting.AlertRecorder) like the stall watch's.
 
 Fed the rank processes' resident memory (`procs` rows, each second) and the host's memory
 (the `host` record's `mem_used`, `mem_total`: psutil.virtual_memory()'s), it judges each rank
-over its last DEFAULT_CREEP_WINDOW_S seconds (`run --memory-creep-window`): creeping when the
-Theil-Sen slope (the median of the slopes between pairs of samples: a garbage collection's
-drop or a one-off allocation moves it little) is at least DEFAULT_CREEP_MIN_MB_PER_MIN both over
-the window and over its last half (warm-up growth that levels off stops counting within half
-a window), the growth over the window (the median of its last 5 samples less that of its
-first 5) is at least DEFAULT_CREEP_MIN_GROWTH_MB, and the growth is
+over the steady steps (its samples are kept from when the job's ranks stepped past warm-up,
+defaults.DEFAULT_WARMUP_STEPS: imports, building the model and compiling grow memory that
+levels off), over their last DEFAULT_CREEP_WINDOW_S seconds (`run --memory-creep-window`):
+creeping when the Theil-Sen slope (the median of the slopes between pairs of samples: a
+garbage collection's drop or a one-off allocation moves it little) is at least
+DEFAULT_CREEP_MIN_MB_PER_MIN both over the window and over its last half (growth that levels
+off stops counting within half a window), the growth over the window (the median of its last
+5 samples less that of its first 5) is at least DEFAULT_CREEP_MIN_GROWTH_MB, and the growth is
 steady (Kendall's tau of time and memory at least DEFAULT_CREEP_MIN_TAU). The alert gives the
 rate and the time left before the host's free memory is used up at the creeping ranks' rates
-together. Device memory is not judged here: the telemetry does not tie it to a rank.
+together.
+
+Device memory where the telemetry gives it, by the same rule: `device-memory-creep`, each
+NeuronCore's memory (neuron-monitor's `neuron` records: `cores` [{`core`, `pid`,
+`mem_device`}], the pid naming its rank) and each GPU's (nvidia-smi's `gpu` records: `gpus`
+[{`index`, `mem_used`, `mem_total`}], with the time left before that GPU is full), read on
+from events.jsonl as the collectors recorded them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -30,14 +40,18 @@ from neurotui.defaults import (
     DEFAULT_CREEP_MIN_TAU,
     DEFAULT_CREEP_WINDOW_S,
 )
+from neurotui.session import layout
+from neurotui.session.tailing import KeptFiles
 from neurotui.supervisor.alerting import Raised
 
 CREEP = "memory-creep"
+DEVICE_CREEP = "device-memory-creep"
 _MB = 1 << 20  # the figures are MiB, as the rest of the alerts' (alerting._mib)
 _POINTS = 40
 """Samples a judgement looks at, evenly spread over the window (all pairs: 780 slopes)."""
 JUDGE_S = 5.0
 """How often the ranks are judged again (their samples are kept each second)."""
+_MAX_READ = 4 << 20  # of events.jsonl in one call (a backlog is read over several seconds)
 _ENDS = 5  # samples at each end of the window whose medians give its growth
 _COVERED = 0.9  # a rank is judged once its samples span this much of the window
 
@@ -128,13 +142,23 @@ class MemoryCreepWatch:
         self._free: float | None = None  # the host's bytes not used, latest
         self._judged_at = float("-inf")
         self.creeping: dict[int, Creep] = {}
+        # Device memory: "NeuronCore 3" / "GPU 0" -> its samples, its latest free bytes
+        # (None: not known), the pid using it (a NeuronCore's runtime), as the rule's.
+        self._device: dict[str, deque[tuple[float, float]]] = {}
+        self._device_free: dict[str, float | None] = {}
+        self._device_pid: dict[str, int | None] = {}
+        self.device_creeping: dict[str, Creep] = {}
+        self._events_read = 0  # bytes of events.jsonl read so far
+        self._files = KeptFiles()
 
     def add(self, now: float, procs: Iterable[Mapping[str, Any]],
-            host: Mapping[str, Any] | None = None) -> None:
+            host: Mapping[str, Any] | None = None, *, steady: bool = True) -> None:
         """One round of telemetry: the `procs` rows (the ranks' are kept) and the `host`
-        record. A rank gone (exited, restarted) is forgotten."""
+        record. A rank gone (exited, restarted) is forgotten. `steady`: the job's ranks
+        have stepped past warm-up; until then (imports, the model built, graphs compiled:
+        memory grows and levels off) no sample is kept."""
         seen = set()
-        for row in procs:
+        for row in procs if steady else ():
             pid, rss = row.get("pid"), row.get("rss")
             if row.get("role") != "rank" or not isinstance(pid, int) or \
                     not isinstance(rss, (int, float)):
@@ -156,17 +180,110 @@ class MemoryCreepWatch:
             if isinstance(used, (int, float)) and isinstance(total, (int, float)):
                 self._free = max(0.0, float(total) - float(used))
 
-    def alert(self, now: float) -> Raised | None:
+    def read_devices(self, session_dir: Path, *, steady: bool = True) -> None:
+        """The `neuron` and `gpu` records events.jsonl got since the last call (kept only
+        once `steady`, as `add`'s)."""
+        path = session_dir / layout.EVENTS
+        try:
+            block, complete = self._files.read_new_block(path, self._events_read, _MAX_READ)
+        except OSError:
+            return
+        self._events_read += complete
+        if not steady:
+            self._device.clear()
+            return
+        if b'"kind": "neuron"' not in block and b'"kind": "gpu"' not in block:
+            return  # (no accelerator telemetry: most seconds of a CPU job's)
+        for raw in block[:complete].split(b"\n"):
+            if b'"kind": "neuron"' in raw or b'"kind": "gpu"' in raw:
+                with contextlib.suppress(ValueError):
+                    record = json.loads(raw)
+                    if isinstance(record, dict) and isinstance(record.get("t"), (int, float)):
+                        self._add_device_record(record)
+
+    def skip_history(self, session_dir: Path) -> None:
+        """Read events.jsonl on from its current end (an adopting supervisor)."""
+        with contextlib.suppress(OSError):
+            self._events_read = (session_dir / layout.EVENTS).stat().st_size
+
+    def _add_device_record(self, record: dict[str, Any]) -> None:
+        now = float(record["t"])
+        if record.get("kind") == "neuron":
+            for core in record.get("cores") or ():
+                if isinstance(core, dict) and isinstance(core.get("core"), int):
+                    pid = core.get("pid")
+                    self._add_device(now, f"NeuronCore {core['core']}", core.get("mem_device"),
+                                     None, pid if isinstance(pid, int) else None)
+        elif record.get("kind") == "gpu":
+            for gpu in record.get("gpus") or ():
+                if isinstance(gpu, dict) and isinstance(gpu.get("index"), int):
+                    used, total = gpu.get("mem_used"), gpu.get("mem_total")
+                    free = (float(total) - float(used)
+                            if isinstance(total, (int, float)) and isinstance(used, (int, float))
+                            else None)
+                    self._add_device(now, f"GPU {gpu['index']}", used, free, None)
+
+    def _add_device(self, now: float, name: str, used: object, free: float | None,
+                    pid: int | None) -> None:
+        if not isinstance(used, (int, float)) or isinstance(used, bool):
+            return  # (missing is missing: never a zero)
+        if pid is not None and pid != self._device_pid.get(name):
+            self._device.pop(name, None)  # another runtime on the core: a new series
+            if pid not in self._ranks:
+                self._ranks[pid] = _rank_of(pid)
+        self._device_pid[name] = pid
+        kept = self._device.setdefault(name, deque())
+        kept.append((now, float(used)))
+        while kept and kept[0][0] < now - self.window_s:
+            kept.popleft()
+        self._device_free[name] = free
+
+    def device_alert(self, now: float) -> Raised | None:
+        """`device-memory-creep` as it stands (judged with the host's, every JUDGE_S)."""
+        self._judge_if_due(now)
+        if not self.device_creeping:
+            return None
+        names = sorted(self.device_creeping, key=_device_order)
+        title = f"device memory creeping up on {', '.join(names)}"
+        evidence = []
+        for name in names[:8]:
+            creep = self.device_creeping[name]
+            pid = self._device_pid.get(name)
+            rank = self._ranks.get(pid) if pid is not None else None
+            free = self._device_free.get(name)
+            evidence.append(
+                f"{name}" + (f" (rank {rank}, pid {pid})" if rank is not None else
+                             f" (pid {pid})" if pid is not None else "")
+                + f": {creep.rss / _MB:,.0f} MiB in use, growing {creep.mb_per_min:,.1f} "
+                f"MiB/min over the last {_minutes(creep.window_s / 60)} "
+                f"({creep.recent_mb_per_min:,.1f} in its last half; +{creep.growth_mb:,.0f} MiB; "
+                f"steadiness tau {creep.tau:.2f})"
+                + (f"; its {free / _MB:,.0f} MiB free would be used up in "
+                   f"{_minutes(free / _MB / creep.mb_per_min)}" if free is not None else ""))
+        return Raised("warning", title, tuple(evidence),
+                      "tensors kept across steps on the device (a loss or output list that "
+                      "grows), a cache that grows with each new shape; on Neuron, graphs "
+                      "compiled anew (see the recompile alert)")
+
+    def close(self) -> None:
+        self._files.close()
+
+    def _judge_if_due(self, now: float) -> None:
         if now - self._judged_at >= JUDGE_S:
             self._judged_at = now
             self._judge()
+
+    def alert(self, now: float) -> Raised | None:
+        self._judge_if_due(now)
         if not self.creeping:
             return None
         creeps = sorted(self.creeping.values(), key=lambda c: -c.mb_per_min)
-        named = sorted((c.rank if c.rank is not None else -1, c.pid) for c in creeps)
-        who = ", ".join(str(rank) if rank >= 0 else f"pid {pid}" for rank, pid in named)
+        ranks = sorted(c.rank for c in creeps if c.rank is not None)
+        who = [f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"] if ranks \
+            else []
+        who += [f"pid {c.pid}" for c in sorted(creeps, key=lambda c: c.pid) if c.rank is None]
         # The ranks only in the title: figures that moved would write a new start each time.
-        title = f"host memory creeping up on rank{'s' if len(named) > 1 else ''} {who}"
+        title = f"host memory creeping up on {', '.join(who)}"
         evidence = [f"{_who(c)}: resident {c.rss / _MB:,.0f} MiB, growing "
                     f"{c.mb_per_min:,.1f} MiB/min over the last {_minutes(c.window_s / 60)} "
                     f"({c.recent_mb_per_min:,.1f} in its last half; +{c.growth_mb:,.0f} MiB; "
@@ -191,6 +308,16 @@ class MemoryCreepWatch:
                 creeping[pid] = Creep(pid, self._ranks.get(pid), kept[-1][1], rate, recent,
                                       growth, tau, self.window_s)
         self.creeping = creeping
+        device = {}
+        for name, kept in self._device.items():
+            found = judge(list(kept), self.window_s, self.min_mb_per_min, self.min_growth_mb,
+                          self.min_tau)
+            if found is not None:
+                rate, recent, growth, tau = found
+                pid = self._device_pid.get(name)
+                device[name] = Creep(pid or 0, self._ranks.get(pid) if pid else None,
+                                     kept[-1][1], rate, recent, growth, tau, self.window_s)
+        self.device_creeping = device
 
 
 def _rank_of(pid: int) -> int | None:
@@ -199,6 +326,11 @@ def _rank_of(pid: int) -> int | None:
         rank = psutil.Process(pid).environ().get("RANK")
         return int(rank) if rank is not None else None
     return None
+
+
+def _device_order(name: str) -> tuple[str, int]:
+    kind, _, number = name.rpartition(" ")
+    return kind, int(number) if number.isdigit() else -1
 
 
 def _who(creep: Creep) -> str:

@@ -5,9 +5,10 @@ RANKS ranks x RATE step records a second, each with its loss (a log line's `step
 with none (`--no-loss`: the automatic probe's steps only, `"loss": null`), and each second the
 host and process telemetry records of the ranks. After each second's records are flushed, the
 loss watch reads them on and gives its alerts (as the supervisor does once a second), and the
-creep watch takes that second's process rows and gives its alert (judging every 5 s over a
-600 s window). CPU time of the watches only (time.process_time), the writing left out; the
-median second over `--seconds` seconds, and a step's share.
+creep watch takes that second's process rows, reads events.jsonl on for device memory records
+(none here: a CPU job's) and gives its alerts (judging every 5 s over a 600 s window). CPU
+time of the watches only (time.process_time), the writing left out; the median second over
+`--seconds` seconds, and a step's share.
 
     .venv/bin/python tests/bench/bench_loss_memory_watch.py [--ranks 32] [--rate 10]
 """
@@ -68,9 +69,12 @@ def main() -> None:
             started = time.process_time()
             creep.add(now, rows, host)
             assert creep.alert(now) is None
+            creep.read_devices(session)  # (no accelerator records: the CPU job's case)
+            assert creep.device_alert(now) is None
             creep_s.append(time.process_time() - started)
         writer.close()
         losses.close()
+        creep.close()
     steps = args.ranks * args.rate
     # Past the first window (the creep watch's samples fill up over it).
     steady_loss, steady_creep = loss_s[600:] or loss_s, creep_s[600:] or creep_s
