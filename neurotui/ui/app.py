@@ -58,6 +58,8 @@ FRAME_CPU_SHARE = 0.025
 """Frames are spaced so as to take at most this share of one core (each frame's whole cost:
 reading, working out, drawing). Runs of one node stay at the interval; a job of 64 nodes x
 32 ranks, a frame of about 0.1 s of CPU, refreshes every 4 s or so."""
+PROFILE_STEPS = 5
+"""Steps `p` profiles in each rank (`neurotui profile --steps N` for another count)."""
 DEFAULT_INTERVAL_S = 2.0
 """A refresh every 2 s (btop's default): enough to follow training, cheap over SSH and on a
 busy host. Keys answer at once regardless; `--interval` changes it."""
@@ -81,6 +83,8 @@ class DashboardApp(App[int]):
         Binding("A", "adopt", "Adopt job",
                 tooltip="its supervisor died: start a new one that takes the job over"),
         Binding("c", "compare", "Compare"),
+        Binding("p", "profile", "Profile", show=False,
+                tooltip="profile the next steps inside every rank (asks first)"),
         # Out of the footer (at 80 columns it would push Help off): the host panel's title
         # names the key, as do the help and the command palette.
         Binding("h", "cpu_heat", "CPU heat map", show=False),
@@ -559,6 +563,44 @@ class DashboardApp(App[int]):
         return True, (f"asked {', '.join(names[part] for part in asked)} to stop; the "
                       "dashboard shows when they end")
 
+    def action_profile(self) -> None:
+        if self.refuse_control():  # (it writes a request into the session folder)
+            return
+        state = self.last_state
+        if state is not None and not state.header.running:
+            self.notify(f"training is not running ({state.header.status}): nothing to profile")
+            return
+        if self.job is not None:
+            self.notify("a job of many nodes: profile one node's part with `neurotui profile "
+                        "SESSION`", markup=False)
+            return
+        from neurotui.ui.screens.confirm_profile import ConfirmProfile
+
+        name = state.header.session if state else self.session_dir.name
+        self.push_screen(ConfirmProfile(name, PROFILE_STEPS), self._profile_confirmed)
+
+    def _profile_confirmed(self, profile: bool | None) -> None:
+        if profile:
+            self.notify(f"asking every rank to profile its next {PROFILE_STEPS} steps...")
+            self._profile_worker()
+
+    @work(thread=True, group="profile", exclusive=True, exit_on_error=False)
+    def _profile_worker(self) -> None:
+        from neurotui.profiling.take import CannotProfile, ProfileOptions, take_profile
+
+        try:
+            outcome = take_profile(self.session_dir, ProfileOptions(steps=PROFILE_STEPS))
+        except (CannotProfile, OSError) as exc:
+            self.post_message(JobActionAnswered(False, f"cannot profile: {exc}"))
+            return
+        folder = outcome.request.folder(self.session_dir)
+        said = [f"traces of rank {', '.join(map(str, outcome.written))} in {folder}"
+                if outcome.written else "no trace written"]
+        said += [f"rank {rank} failed: {error}" for rank, error in outcome.failed.items()]
+        if outcome.silent:
+            said.append(f"rank {', '.join(map(str, outcome.silent))} did not answer")
+        self.post_message(JobActionAnswered(outcome.complete, "; ".join(said)))
+
     def action_adopt(self) -> None:
         if self.refuse_control():
             return
@@ -588,6 +630,9 @@ class DashboardApp(App[int]):
         yield SystemCommand("Help", "Keys and what the panels show", self.action_help)
         yield SystemCommand("Compare sessions", "This run beside others, like the study's "
                             "table", self.action_compare)
+        if self.control:
+            yield SystemCommand("Profile", f"The next {PROFILE_STEPS} steps of every rank "
+                                "under torch.profiler (asks first)", self.action_profile)
         yield SystemCommand("CPU heat map", "Every CPU over time on the whole screen, the "
                             "ranks' and DataLoader workers' CPUs marked", self.action_cpu_heat)
         yield SystemCommand("Step breakdown", "Where a step's time goes: data loading, "

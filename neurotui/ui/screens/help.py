@@ -16,6 +16,8 @@ Keys
   S           stop training (asks first): SIGINT, then SIGTERM, then SIGKILL
   A           adopt the job, when its supervisor died: a new one records it again
   c           compare this run with other sessions side by side (escape returns)
+  p           profile the next 5 steps inside every rank (asks first); the alerts
+              panel says where the traces are (neurotui profile: the summary)
   h           CPU heat map on the whole screen: every CPU over time (escape returns)
   b           step breakdown: where a step's time goes, per rank and over time
               (escape returns)
