@@ -5,9 +5,10 @@ session (alerting.AlertRecorder) like the stall watch's.
   source, the last finite loss before it) of each rank where it happened. It stays raised
   until the job ends: a loss that came back proves nothing about the weights.
 - `loss-spike`: a finite loss above defaults.DEFAULT_LOSS_SPIKE_FACTOR times the median of
-  that rank's last DEFAULT_LOSS_SPIKE_WINDOW losses (of one source, past warm-up, once at least
-  DEFAULT_LOSS_SPIKE_MIN_HISTORY are known; a median at or below zero has no "times" and is
-  left alone). It ends once the rank went a window of steps without another.
+  that rank's last DEFAULT_LOSS_SPIKE_WINDOW losses, and above all of them (of one source,
+  past warm-up, once at least DEFAULT_LOSS_SPIKE_MIN_HISTORY are known; a median at or below
+  zero has no "times" and is left alone). It ends once the rank went a window of steps
+  without another.
 
 It reads the losses as the session recorded them, whatever gave them: the `step` records of
 events.jsonl (the log lines the supervisor parsed, however its step recorder made them) and of
@@ -142,7 +143,9 @@ class LossWatch:
         if count >= self.min_history:
             half = count // 2
             median = ranked[half] if count % 2 else (ranked[half - 1] + ranked[half]) / 2
-            if median > 0 and loss > self.spike_factor * median:
+            # Above the window's highest too: a loss whose ups and downs often pass the
+            # factor (one near zero) is told once, not at every such step.
+            if median > 0 and loss > self.spike_factor * median and loss > ranked[-1]:
                 spike = Spike(rank, step, loss, median, count, src, attempt)
                 track.spikes.append(spike)
                 track.last_spike_step = step

@@ -59,6 +59,16 @@ def test_a_spike_past_warm_up_is_told_and_ends_a_window_later(tmp_path: Path) ->
     assert watch.alerts() == (None, None)
 
 
+def test_a_noisy_loss_near_zero_is_not_told_at_each_swing(tmp_path: Path) -> None:
+    watch = LossWatch(tmp_path, spike_factor=3.0, window=50, min_history=20)
+    swings = [0.001, 0.0012, 0.0009, 0.0011, 0.001, 0.004]  # every sixth: 4x the median
+    for step in range(11, 200):
+        watch.add(0, step, swings[step % 6])
+    assert watch.spikes == []  # each swing is no higher than the window's swings before it
+    watch.add(0, 200, 0.05)  # a real spike: 50x the median, 12x the swings
+    assert [spike.step for spike in watch.spikes] == [200]
+
+
 def test_no_spike_below_the_factor_in_warm_up_or_on_little_history(tmp_path: Path) -> None:
     watch = LossWatch(tmp_path, spike_factor=3.0, window=50, min_history=20)
     watch.add(0, 1, 100.0)  # warm-up: losses fall fast from a high start
@@ -152,7 +162,8 @@ def test_the_median_of_the_window_is_the_median_of_its_last_losses(tmp_path: Pat
         spikes = len(watch.spikes)
         watch.add(0, step, loss)
         window = kept[-7:]
-        expected = (len(window) >= 3 and loss > 1.5 * statistics.median(window))
+        expected = (len(window) >= 3 and loss > 1.5 * statistics.median(window)
+                    and loss > max(window))
         assert (len(watch.spikes) > spikes) == expected, (step, window, loss)
         if expected:
             assert watch.spikes[-1].median == statistics.median(window)
