@@ -1,7 +1,8 @@
-"""The loss and memory alerts on real 2-rank torchrun jobs on the CPU, through the real
-`neurotui run --headless`: a bad batch's loss spike and a NaN that spreads to every rank
-(tests/scripts/loss_and_memory.py), and a rank that keeps a few MiB more at each step; each
-told as it happens, recorded in the session, and counted by `neurotui compare`."""
+"""The loss and memory alerts on real jobs on the CPU, through the real `neurotui run
+--headless`: on 2-rank torchrun jobs, a bad batch's loss spike and a NaN that spreads to every
+rank (tests/scripts/loss_and_memory.py), and a rank that keeps a few MiB more at each step; a
+NaN recorded through probe.step(loss=). Each told as it happens, recorded in the session, and
+counted by `neurotui compare`."""
 
 from __future__ import annotations
 
@@ -80,6 +81,17 @@ def test_a_spike_and_a_nan_loss_raise_their_alerts_and_memory_stays_quiet(sessio
     row = _compared(sessions, session)
     assert row["alerts_by_key"] == "loss-nonfinite x1, loss-spike x1"
     assert row["alerts"] == 2
+
+
+def test_a_nan_loss_through_probe_step_is_told(sessions) -> None:
+    result = run_cli(sessions, "run", "--headless", "--interval", "5", "--",
+                     sys.executable, str(REPO / "tests" / "scripts" / "probe_loss.py"),
+                     env={"STEPS": "60", "NAN_AT": "40"}, timeout=120)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert ("neurotui: alert (error): loss turned nan at step 40 on rank 0: rank 0: loss nan "
+            "at step 40 (probe.step()); the last finite loss: ") in result.stdout
+    session = only_session(sessions)
+    assert _compared(sessions, session)["alerts_by_key"] == "loss-nonfinite x1"
 
 
 def test_a_rank_that_leaks_memory_raises_the_creep_alert_and_the_healthy_one_does_not(
