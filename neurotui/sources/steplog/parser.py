@@ -97,8 +97,10 @@ class StepLineParser:
         progress bars (tqdm / Lightning / NeMo / NxD Training / HF Trainer / torchtune /
         YOLO), Megatron-LM / NeMo 2 / nanotron iteration lines, epoch / batch counters (the
         PyTorch ImageNet, MNIST and CIFAR-10 examples, torchvision, timm, mmengine / mmcv),
-        fairseq, char-rnn, CycleGAN / pix2pix, DeepSpeed's step and throughput reports, and
-        plain ``step N ... loss X`` (torch-xla, detectron2, nanoGPT, ...)."""
+        fairseq, char-rnn, CycleGAN / pix2pix, DeepSpeed's step and throughput reports,
+        plain ``step N ... loss X`` (torch-xla, detectron2, nanoGPT, NxD, ...), and lines with
+        no "step" word: BigDL, ``Batch N/M`` counters, word_language_model, tinygrad and
+        Composer's blocks."""
         return cls((), include_defaults=True)
 
     @classmethod

@@ -218,9 +218,14 @@ _TORCHTUNE_DESC_RE = re.compile(
     re.ASCII,
 )
 _BAR_LOSS_KEYS = ("loss", "reduced_train_loss", "train_loss")
-#: An unlabelled bar this fast with nothing in its postfix is a download or a dataset
-#: pass, not training steps (10 ms a step is quicker than any real training step here).
+#: A bar this fast with nothing in its postfix is a download or a dataset pass, not
+#: training steps (10 ms a step is quicker than any real training step here), unless its
+#: description names training (_BAR_TRAIN_DESC_RE): ``train_small: 32%|███▏ | 31745/100000
+#: [01:51<00:19, 3538.83it/s]`` converts a dataset split.
 _BAR_MAX_UNLABELLED_IT_PER_S = 100.0
+_BAR_TRAIN_DESC_RE = re.compile(
+    r"(?<![A-Za-z_])(?:epoch|train(?:ing)?|iteration|step|batch)(?![A-Za-z_])", re.IGNORECASE
+)
 #: Descriptions of an outer bar over epochs (no epoch number in them, unlike Lightning's).
 _BAR_EPOCH_COUNTER_DESCS = frozenset({"Epoch", "Epochs", "epoch", "epochs", "EPOCH"})
 _BAR_POSTFIX_KEYS = {
@@ -261,8 +266,9 @@ def _rule_bar(text: str) -> _Fields | None:
     the bar's rate (``s/it``, or the inverse of ``it/s``). Bars of other work (validation,
     a dataset map, a download: see ``_BAR_NOT_TRAIN_RE``, or a rate in bytes or
     examples per second) are not steps, nor is a position that has counted nothing yet
-    (``0/2``, even with the last epoch's loss still in its postfix), nor an unlabelled bar
-    faster than ``_BAR_MAX_UNLABELLED_IT_PER_S`` with nothing in its postfix. A position cut
+    (``0/2``, even with the last epoch's loss still in its postfix), nor a bar faster than
+    ``_BAR_MAX_UNLABELLED_IT_PER_S`` with nothing in its postfix whose description does not
+    name training (a dataset split's conversion, ``train_small: ...``). A position cut
     off before its ``]`` loses its last postfix item: the value may be cut too.
     """
     m = _search_bar(text)
@@ -320,13 +326,13 @@ def _rule_bar(text: str) -> _Fields | None:
         # count epochs, not steps (Lightning's bar says which epoch: ``Epoch 3``).
         return None
     if (
-        not fields["bar_key"]
-        and "loss" not in fields
+        "loss" not in fields
         and "step" not in fields
         and (rate := _to_float(fields.get("it_per_s"))) is not None  # type: ignore[arg-type]
         and rate >= _BAR_MAX_UNLABELLED_IT_PER_S
+        and (not fields["bar_key"] or _BAR_TRAIN_DESC_RE.search(desc) is None)
     ):
-        return None  # a download or a dataset pass drawn without a description
+        return None  # a download or a dataset pass, without a description or named so
     return fields
 
 
@@ -625,6 +631,11 @@ _PLAIN_NOT_TRAIN_RE = re.compile(
     r"\b(?:val|valid|validation|eval|evaluation|test|dev|best)(?:_|\b)",
     re.ASCII | re.IGNORECASE,
 )
+# A validation loss printed with no value (NxD's ``val-loss: None`` on every training line
+# between evaluations): nothing was evaluated, so the word does not make the line one.
+_PLAIN_NO_EVAL_RE = re.compile(
+    r"\b(?:val|valid|validation|eval|test)[-_ ]?loss:?\s{0,4}None\b", re.ASCII | re.IGNORECASE
+)
 # A value that stands alone ("123.4 samples/s"), not one that belongs to a key ("x=123.4").
 _FREE = r"(?<![^\s,;(\[|])"
 _PLAIN_DT_RES = (
@@ -659,8 +670,11 @@ def _rule_plain(text: str) -> _Fields | None:
 
     Needs the words step/iter(ation) then a number, and later a loss word then a
     number, so "resuming at step 28125" or "loss scale 1024" are not steps. Lines
-    naming val/eval/test/best are skipped. The two searches are separate (not one
-    ``step.*loss`` regex) so a hostile line cannot make the search quadratic.
+    naming val/eval/test/best are skipped, but for a validation loss printed as ``None``
+    (NxD: ``step 66 step_time 5.98s ... loss nan val-loss: None current_lr: ...``), and
+    so is BigDL's validation result (``... Loss is (Loss: 134.8, count: 128, ...)``). The
+    two searches are separate (not one ``step.*loss`` regex) so a hostile line cannot make
+    the search quadratic.
 
     Each optional search runs only when the word it needs is in the line: several start
     with a look-behind, which the regex engine tries at every position (about 2.5 us each
@@ -674,9 +688,12 @@ def _rule_plain(text: str) -> _Fields | None:
     lo = _PLAIN_LOSS_RE.search(text, st.end())
     if lo is None:
         return None
+    if "Loss is (" in text:
+        return None  # BigDL's validation result: ``Loss is (Loss: 134.8, count: 128, ...)``
     lower = text.lower()
     if ("val" in lower or "test" in lower or "dev" in lower or "best" in lower) and \
-            _PLAIN_NOT_TRAIN_RE.search(text) is not None:
+            _PLAIN_NOT_TRAIN_RE.search(
+                _PLAIN_NO_EVAL_RE.sub("", text) if "None" in text else text) is not None:
         return None
     fields: _Fields = {"step": st.group("step"), "loss": lo.group("loss")}
     # The first of _PLAIN_DT_RES that finds a time, each tried only with the word it needs.
@@ -803,6 +820,139 @@ def _rule_leading_step(text: str) -> _Fields | None:
     return fields
 
 
+# ---- lines with no "step" word: BigDL, ``Batch N/M`` counters, tinygrad, Composer
+
+# BigDL / Analytics Zoo's DistriOptimizer: ``[Epoch 3 3360/3668][Iteration 96][Wall Clock
+# 1317.2s] Trained 112 records in 13.138 seconds. Throughput is 8.52 records/second. Loss is
+# 0.0802.`` (older: ``Train 512000 in 1.236seconds``). The iteration is the global step, the
+# records the step's samples; its validation result ``Loss is (Loss: ..., count: ...)`` is no
+# number after ``Loss is``, so no step.
+_BIGDL_RE = re.compile(
+    r"\[Iteration\s{1,4}(?P<step>\d{1,15})\]"
+    rf"(?:.{{0,200}}?\bTrain(?:ed)?\s{{1,4}}(?P<samples>\d{{1,15}})(?:\s{{1,4}}records)?\s{{1,4}}in"
+    rf"\s{{1,4}}(?P<dt>{_NUM})\s{{0,4}}seconds?\b)?"
+    rf"(?:.{{0,200}}?\bThroughput is\s{{1,4}}(?P<throughput>{_NUM})\s{{1,4}}records/second)?"
+    rf".{{0,200}}?\bLoss is\s{{1,4}}(?P<loss>{_NUM})(?![\w]|\.\d)",
+    re.ASCII,
+)
+
+
+def _rule_bigdl(text: str) -> _Fields | None:
+    if "Loss is " not in text or "[Iteration" not in text:
+        return None
+    m = _BIGDL_RE.search(text)
+    return None if m is None else m.groupdict()
+
+
+# A batch counter without brackets, then the loss: gluon-nlp ``Epoch: 1, Batch: 3900/8164,
+# Loss span/answer/total=0.7729/0.1773/0.9502, LR=..., Throughput=52.94 samples/s`` (the last
+# of several slash-joined losses is their total), hand-written loops ``Batch 10/100, Loss:
+# 2.2845`` and ``Epoch   0 Batch   50/225 - Loss: 3.2396``. The counter restarts every epoch: a
+# position (``bar_key`` ``"Epoch"``). A line that names evaluation anywhere (``Epoch 0 Batch
+# 50/225 - Test Loss: 3.18``) is not training.
+_BATCH_OF_RE = re.compile(
+    r"\bBatch:?\s{1,4}(?P<n>\d{1,12})\s{0,4}/\s{0,4}(?P<total>\d{1,12})(?![\d/])", re.ASCII
+)
+_BATCH_LOSS_RE = re.compile(
+    rf"\b[Ll]oss\b(?:\s{{1,4}}[\w/]{{1,60}})?\s{{0,4}}[:=]\s{{0,4}}"
+    rf"(?P<v>(?:{_NUM}/){{0,7}}{_NUM}){_NUM_END}",
+    re.ASCII,
+)
+_BATCH_TPUT_RE = re.compile(
+    rf"\bThroughput\s{{0,4}}[:=]\s{{0,4}}(?P<v>{_NUM})\s{{0,4}}samples?/s(?:ec)?\b", re.ASCII
+)
+
+
+def _rule_batch_of(text: str) -> _Fields | None:
+    if "Batch" not in text:
+        return None
+    m = _BATCH_OF_RE.search(text)
+    if m is None:
+        return None
+    lo = _BATCH_LOSS_RE.search(text, m.end())
+    if lo is None or _PLAIN_NOT_TRAIN_RE.search(text) is not None:
+        return None
+    fields: _Fields = {"bar_n": m.group("n"), "bar_total": m.group("total"), "bar_key": "Epoch",
+                       "loss": lo.group("v").rsplit("/", 1)[-1]}
+    if "Throughput" in text and (tp := _BATCH_TPUT_RE.search(text, lo.end())) is not None:
+        fields["throughput"] = tp.group("v")
+    return fields
+
+
+# The PyTorch word_language_model example and the AWD-LSTM / MoS code built on it: ``| epoch
+# 25 |   800/ 1106 batches | lr 20.00 | ms/batch 107.03 | loss  4.02 | ppl    55.54``. The
+# batch counter restarts every epoch (``bar_key`` ``"epoch"``); ``ms/batch`` is the step time
+# averaged over the log interval. ``| end of epoch 25 | ... | valid loss 4.35`` has no counter.
+_WORD_LM_RE = re.compile(
+    r"^\s{0,8}\|\s{0,4}epoch\s{1,8}\d{1,9}\s{0,4}\|\s{0,12}(?P<n>\d{1,12})\s{0,4}/\s{0,12}"
+    r"(?P<total>\d{1,12})\s{1,4}batches\s{0,4}\|",
+    re.ASCII,
+)
+_WORD_LM_CELL_RE = re.compile(
+    rf"\|\s{{0,4}}(?P<key>ms/batch|loss)\s{{1,12}}(?P<v>{_NUM})\s{{0,12}}(?=\||$)", re.ASCII
+)
+
+
+def _rule_word_lm(text: str) -> _Fields | None:
+    if " batches" not in text:
+        return None
+    m = _WORD_LM_RE.match(text)
+    if m is None:
+        return None
+    fields: _Fields = {"bar_n": m.group("n"), "bar_total": m.group("total"), "bar_key": "epoch"}
+    for i, cell in enumerate(_WORD_LM_CELL_RE.finditer(text, m.end() - 1)):
+        if i >= 4:
+            break
+        fields["dt_ms" if cell.group("key") == "ms/batch" else "loss"] = cell.group("v")
+    return fields if "loss" in fields else None
+
+
+# tinygrad's training loops print the value before its name: ``10.5008 loss, 0.000016689 LR,
+# 8.83 GB used, 18.70 s`` (the llama trainer's bar description, no step number) or, with the
+# step first, ``    3 7.34 s run, 11.8750 loss, 0.000000000002 LR, 1454.57 GB used, 236258.78
+# GFLOPS`` (hlb_cifar10: ``ms run``). The time is the step's own.
+_TINYGRAD_RE = re.compile(
+    rf"^\s{{0,12}}(?:(?P<step>\d{{1,15}})\s{{1,8}}(?P<run>{_NUM})\s{{0,2}}(?P<unit>ms|s)\s{{1,2}}run,"
+    rf"(?:[^,]{{0,60}},){{0,4}}?\s{{0,8}})?(?P<loss>{_NUM})\s{{1,4}}loss,\s{{0,8}}{_NUM}\s{{1,4}}LR,",
+    re.ASCII,
+)
+_TINYGRAD_END_S_RE = re.compile(rf",\s{{0,8}}(?P<v>{_NUM})\s{{1,2}}s\s{{0,200}}$", re.ASCII)
+
+
+def _rule_tinygrad(text: str) -> _Fields | None:
+    if " loss, " not in text or " LR," not in text:
+        return None
+    m = _TINYGRAD_RE.match(text)
+    if m is None:
+        return None
+    fields: _Fields = {"loss": m.group("loss")}
+    if m.group("step") is not None:
+        fields["step"] = m.group("step")
+        fields["dt_ms" if m.group("unit") == "ms" else "dt"] = m.group("run")
+    elif (d := _TINYGRAD_END_S_RE.search(text, m.end())) is not None:
+        fields["dt"] = d.group("v")
+    return fields
+
+
+# Composer (MosaicML, LLM Foundry) logs each batch as a block: a header ``[batch=2/100]:``, then
+# one ``Train <metric>: <value>`` a line. The block's training loss, ``Train
+# loss/train/total: 10.9724``, is its step's report (the header names the batch but holds no
+# word of the screen, _maybe_step, and no figure but the counter). Its evaluation metrics are
+# ``Eval ...`` lines. Under ``srun -l`` each line starts with the task's number (``0: ``).
+_COMPOSER_LOSS_RE = re.compile(
+    rf"^(?:\d{{1,7}}:)?\s{{0,24}}Train loss/train/total:\s{{1,8}}(?P<loss>{_NUM}){_NUM_END}"
+    r"\s{0,8}$",
+    re.ASCII,
+)
+
+
+def _rule_composer(text: str) -> _Fields | None:
+    if "loss/train/total" not in text:
+        return None
+    m = _COMPOSER_LOSS_RE.match(text)
+    return None if m is None else {"loss": m.group("loss")}
+
+
 # Order matters: specific formats before the loose "step ... loss" rule.
 _DEFAULT_RULES: tuple[tuple[str, _Rule], ...] = (
     ("neurotui-runner", _rule_runner),
@@ -822,6 +972,12 @@ _DEFAULT_RULES: tuple[tuple[str, _Rule], ...] = (
     ("olmo", _rule_olmo),
     ("leading-step-number", _rule_leading_step),
     ("plain-step-loss", _rule_plain),
+    # Lines with no "step" word, after every rule above: none of them reads these lines.
+    ("bigdl", _rule_bigdl),
+    ("batch-of-total", _rule_batch_of),
+    ("word-language-model", _rule_word_lm),
+    ("tinygrad", _rule_tinygrad),
+    ("composer", _rule_composer),
 )
 _RULE_WORDS: dict[_Rule, tuple[str, ...]] = {
     # What each built-in rule's own first test needs in the line (one of these words): a
@@ -843,6 +999,11 @@ _RULE_WORDS: dict[_Rule, tuple[str, ...]] = {
     _rule_olmo: ("[step=",),
     _rule_leading_step: ("|",),
     _rule_plain: ("loss", "Loss", "LOSS"),
+    _rule_bigdl: ("Loss is ",),
+    _rule_batch_of: ("Batch",),
+    _rule_word_lm: (" batches",),
+    _rule_tinygrad: (" loss, ",),
+    _rule_composer: ("loss/train/total",),
 }
 _RULE_WORD_LIST = tuple(sorted({word for words in _RULE_WORDS.values() for word in words}))
 _ALL_DEFAULT_RULES = tuple(rule for _, rule in _DEFAULT_RULES)

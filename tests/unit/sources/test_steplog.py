@@ -1453,3 +1453,104 @@ def test_new_prefilter_words_reach_their_rules() -> None:
     assert _maybe_step("[step=2/739328,epoch=0]") and _maybe_step("Step 50/100; xent: 9.1;")
     assert _maybe_step("[Rank 0] step=40, skipped=2, lr=[5e-05]")
     assert _maybe_step("(epoch: 355, iters: 100, time: 0.078, data: 3.094) G_GAN: 18.2")
+
+
+# ---- issue #60: lines with no "step" word, NxD's val-loss: None, Composer, bars before training
+
+
+def test_nxd_line_with_an_unevaluated_val_loss_is_a_step() -> None:
+    rec = _step("step 12 step_time 9.8s loss nan val-loss: None current_lr: 1.5e-05 grad norm nan")
+    assert rec.step == 12 and math.isnan(rec.loss) and rec.dt == pytest.approx(9.8)
+    # a validation loss with a value is still an evaluation line
+    assert PARSER.parse("step 12 step_time 9.8s loss 2.1 val-loss: 2.4 current_lr: 1e-05") is None
+    assert PARSER.parse("step 500: train loss 4.3931, val loss 4.4297") is None
+
+
+def test_bigdl_iteration_lines_and_their_validation_result() -> None:
+    rec = _step("[Epoch 1 28160000/28857522][Iteration 56][Wall Clock 72.891726153s] Train "
+                "512000 in 1.236008372seconds. Throughput is 414236.66 records/second. Loss is "
+                "0.53861904.")
+    assert (rec.step, rec.samples, rec.loss) == (56, 512000.0, 0.53861904)
+    assert rec.dt == pytest.approx(1.236008372) and rec.throughput == pytest.approx(414236.66)
+    assert PARSER.parse("Loss is (Loss: 134.79276, count: 128, Average Loss: 1.0530684)") is None
+    assert PARSER.parse("[Epoch 33 1109376/1281167][Iteration 36579][Wall Clock 77919.56s] "
+                        "bigdl_metirc_2 Loss is (Loss: 10748.957, count: 6336, Average Loss: "
+                        "1.6964895)") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "n", "total", "loss", "throughput"),
+    [
+        ("Epoch: 1, Batch: 3900/8164, Loss span/answer/total=0.7729/0.1773/0.9502, LR=0.00001868, "
+         "grad_norm=21.5925. Time cost=90.67, Throughput=52.94 samples/s ETA=1.70h",
+         3900, 8164, 0.9502, 52.94),
+        ("Batch 10/100, Loss: 2.2845", 10, 100, 2.2845, None),
+        ("Epoch   0 Batch   50/225 - Loss: 3.2396 - perplextity: 25.5224", 50, 225, 3.2396, None),
+        ("[Epoch 4] Batch 10/126 | loss=0.0432", 10, 126, 0.0432, None),
+        ("Batch 0/100, Loss: 2.3156", 0, 100, 2.3156, None),  # printed after batch 0's step
+    ],
+)
+def test_batch_of_total_lines(
+    line: str, n: int, total: int, loss: float, throughput: float | None
+) -> None:
+    rec = _step(line)
+    assert (rec.bar_n, rec.bar_total, rec.bar_key, rec.loss, rec.throughput) == (
+        n, total, "Epoch", loss, throughput)
+    assert rec.step is None and rec.dt is None  # ``Time cost`` is the log interval's
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch   0 Batch   50/225 - Test Loss: 3.1811 - Test perplextity: 24.0732",
+        "Eval Batch: 10/100, Loss: 1.2",
+        "Batch: 3900/8164 done",  # no loss
+        "Batch 3/8/2024, loss: 1.0",  # a date, not a counter
+    ],
+)
+def test_batch_lines_that_are_not_training_steps(line: str) -> None:
+    assert PARSER.parse(line) is None
+
+
+def test_word_language_model_lines() -> None:
+    rec = _step("| epoch  25 |   800/ 1106 batches | lr 20.00 | ms/batch 107.03 | loss  4.02 | "
+                "ppl    55.54")
+    assert (rec.bar_n, rec.bar_total, rec.bar_key, rec.loss) == (800, 1106, "epoch", 4.02)
+    assert rec.dt == pytest.approx(0.10703)
+    rec = _step("| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | "
+                "ppl      nan")
+    assert math.isnan(rec.loss)
+    assert PARSER.parse("| end of epoch  25 | time: 127.27s | valid loss  4.35 | valid ppl "
+                        "   77.44") is None
+
+
+def test_tinygrad_value_before_name_lines() -> None:
+    rec = _step("10.5008 loss, 0.000016689301 LR, 8.83 GB used, 18.70 s" + " " * 40)
+    assert (rec.step, rec.loss, rec.dt) == (None, 10.5008, 18.7)
+    rec = _step("    3 7.34 s run, 11.8750 loss, 0.000000000002 LR, 1454.57 GB used, "
+                "236258.78 GFLOPS")
+    assert (rec.step, rec.loss, rec.dt) == (3, 11.875, 7.34)
+    # hlb_cifar10: milliseconds, with more cells before the loss
+    rec = _step(" 12  253.41 ms run,  251.80 ms python,    1.61 ms CUDA,    1.93 loss, "
+                "0.001200 LR, 0.86 GB used,   3102.85 GFLOPS")
+    assert (rec.step, rec.loss) == (12, 1.93) and rec.dt == pytest.approx(0.25341)
+    assert PARSER.parse("we reached 10.5 loss, which is bad") is None
+
+
+def test_composer_block_reports_its_training_loss() -> None:
+    assert _step("         Train loss/train/total: 10.9724").loss == 10.9724
+    assert _step("0:       Train loss/train/total: 12.0000").loss == 12.0
+    for line in ("[batch=2/100]:", "         Train Perplexity: 58243.8086",
+                 "         Eval metrics/eval/LanguageCrossEntropy: 10.9",
+                 "         Train time/batch: 0"):
+        assert PARSER.parse(line) is None, line
+
+
+def test_named_fast_bars_of_a_dataset_are_not_steps() -> None:
+    assert PARSER.parse("train_small:  32%|███▏      | 31745/100000 [01:51<00:19, 3538.83it/s]") \
+        is None
+    assert PARSER.parse("val_small: 100%|██████████| 10000/10000 [00:19<00:00, 514.19it/s]") \
+        is None
+    # named for training, or with a loss: still steps, however fast
+    assert _step("Training: 50%|█████     | 500/1000 [00:01<00:01, 450.00it/s]").bar_n == 500
+    assert _step("train_small:  32%|███▏ | 317/1000 [01:51<00:19, 338.8it/s, loss=2.1]").loss == 2.1

@@ -21,6 +21,13 @@ table; before the rules they led to, the parser found 21 of their 114 steps (18%
 fairseq on TPU, OpenNMT-py, OLMo, lit-gpt, Megatron-DeepSpeed, Keras, Time-Series-Library,
 MetricLogger and hand-written loops, torch-neuronx on trn1). Before the rules it led to,
 the parser found 98 of its 153 steps (64%) and invented 2.
+
+``tests/fixtures/steplogs/heldout3`` is the third (issue #60), a third of it Neuron's (NxD
+under Slurm and HyperPod, the Neuron quick start, torch-neuronx, optimum-neuron), with the
+lines that hold evaluation, summary or download output listed beside each count: a step
+found on one is invented. Before issue #60's rules the parser found 61 of its 84 steps
+(72.6%; Neuron 11 of 14) and invented none; its rules were written from other captures
+(``EXPECTED``'s issue #60 block), two of them looked for because this set showed the format.
 """
 
 from __future__ import annotations
@@ -120,6 +127,37 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
     "_EXCERPT.txt": (8, []),
     "tf-bert_absl-Train-Step-loss-time-sec_real-capture_deeplearningexamples-issue1262"
     "_EXCERPT.txt": (2, []),
+    # issue #60: NxD with ``val-loss: None``; lines with no "step" word (BigDL, ``Batch N/M``,
+    # word_language_model, tinygrad); Composer's blocks (one report each: the block's
+    # ``Train loss/train/total`` line); evaluation lines and bars before training are none
+    "nxd_llama3-70B_step_time-loss-nan-val-loss-None-current_lr_real-capture_trn1-512-node-test"
+    "-record_EXCERPT.txt": (10, []),
+    "bigdl_Epoch-records-Iteration-Wall-Clock-Trained-records-in-seconds-Loss-is_real-capture"
+    "_bigdl-pr1165_EXCERPT.txt": (5, []),
+    "bigdl_Train-records-in-seconds-Throughput-is-Loss-is-and-validation-Loss-is-tuple_real"
+    "-capture_ipex-llm-issue678.txt": (1, []),
+    "bigdl_validation-metric-Loss-is-Loss-count-Average-Loss-lines-not-steps_real-capture_bigdl"
+    "-issue2216_EXCERPT.txt": (0, []),
+    "gluon-nlp_Epoch-Batch-of-total-Loss-span-answer-total-Throughput-samples-per-s_real-capture"
+    "_gluon-nlp-pr1261_EXCERPT.txt": (6, []),
+    "seq2seq-notebook_Epoch-Batch-of-total-dash-Loss-with-Test-Loss-lines_real-capture_nlp-models"
+    "-tensorflow-issue10_EXCERPT.txt": (10, []),
+    "awd-lstm-mos_pipe-epoch-batches-ms-per-batch-loss-ppl-with-end-of-epoch-valid_real-capture"
+    "_mos-issue12_EXCERPT.txt": (9, []),
+    "tinygrad_no-step-word-loss-comma-LR-comma-GB-used-comma-seconds_real-capture_tinygrad"
+    "-pr11467_EXCERPT.txt": (6, []),
+    "tinygrad_step-number-then-s-run-loss-LR-GB-used-GFLOPS_real-capture_tinygrad-pr13803.txt": (
+        10,
+        [],
+    ),
+    "composer_multi-line-batch-blocks-header-then-Train-metric-lines_llm-foundry-readme.txt": (
+        4,
+        [],
+    ),
+    "composer_srun-rank-prefix-batch-block-with-time-and-memory-metrics_awsome-distributed"
+    "-training-readme_EXCERPT.txt": (1, []),
+    "streaming-dataset_download-and-conversion-bars-before-training-not-steps_awsome-distributed"
+    "-training-readme_EXCERPT.txt": (0, []),
 }
 
 # tests/fixtures/telemetry's training and compile logs (same rules).
@@ -251,6 +289,62 @@ HELDOUT2_EXPECTED: dict[str, tuple[int, list[str]]] = {
 }
 
 
+HELDOUT3 = CAPTURES / "heldout3"
+
+# third held-out capture -> (training steps present, lines that hold evaluation, summary or
+# download output: never a step). Neuron's files are the NEURON3 ones.
+HELDOUT3_EXPECTED: dict[str, tuple[int, tuple[int, ...]]] = {
+    # Neuron: NxD under Slurm and HyperPod, the quick start, torch-neuronx, optimum-neuron
+    "nxd_llama3-70B-step-step_time-throughput-seq-per-s-loss-grad-norm_awsome-distributed"
+    "-training-readme_EXCERPT.txt": (5, ()),
+    "nxd_hyperpod-auto-resume-lines-then-resumed-step_time-lines_awsome-distributed-training"
+    "-readme_EXCERPT.txt": (4, ()),
+    "neuron-quickstart_Batch-of-total-comma-Loss-with-start-and-complete-lines_aws-neuron-sdk"
+    "-docs.txt": (3, ()),
+    "torch-neuronx-unet_Training-Device-Epoch-Step-Loss-expected-output_aws-neuron-sdk-docs"
+    ".txt": (2, ()),
+    "torch-neuronx-customop-mlp_cached-neff-lines-train-throughput-and-final-loss-summary_aws"
+    "-neuron-sdk-docs.txt": (0, (5, 6)),
+    "optimum-neuron_bert-on-trn1-train-metrics-summary-with-eval_loss-and-train_loss_optimum"
+    "-neuron-notebook.txt": (0, tuple(range(1, 12))),
+    "optimum-neuron_parallel-compile-graph-extraction-then-Running-training-header_real-capture"
+    "_optimum-neuron-issue638_EXCERPT.txt": (0, ()),
+    # Hugging Face Trainer and TRL: dicts and bar positions count; data preparation does not
+    "hf-trainer_esm2_data-prep-download-and-iteration-count-bars-no-training_awsome-distributed"
+    "-training-readme_EXCERPT.txt": (0, (5, 8, 9, 10, 11, 14, 15)),
+    "hf-trainer_esm2_rank-prefixed-loss-dicts-between-non-tty-bar-positions_awsome-distributed"
+    "-training-readme_EXCERPT.txt": (10, ()),
+    "hf-trainer_selected-loss-dicts-with-ellipsis-lines-between_real-capture_crystal-text-llm"
+    "-issue6_EXCERPT.txt": (10, ()),
+    "trl-grpo_bar-position-then-rank-prefixed-dict-with-completions_awsome-distributed-training"
+    "-readme_EXCERPT.txt": (2, ()),
+    # Megatron-LM and NeMo
+    "megatron-lm_gpt3_rank-number-prefix-lm-loss-E-notation_awsome-distributed-training-readme"
+    "_EXCERPT.txt": (3, ()),
+    "megatron-lm_gpt3_skipped-iterations-no-loss-with-dataset-sizes_awsome-distributed-training"
+    "-readme_EXCERPT.txt": (3, ()),
+    "nemo1_bionemo-esm1nv-bar-with-reduced_train_loss-and-val_loss_awsome-distributed-training"
+    "-readme_EXCERPT.txt": (4, ()),
+    "nemo2_skypilot-ray-actor-prefix-Training-epoch-iteration-with-checkpoint-lines_awsome"
+    "-distributed-training-readme_EXCERPT.txt": (3, ()),
+    # other loops: Lightning, lightly-train, Caffe (one step an iteration: its loss and lr lines
+    # report one step; iteration 920 shows only its lr line), Chainer, word_language_model
+    "lightning_Epoch-and-Epoch-Train-final-bar-positions-with-run-labels_real-capture_nnue"
+    "-pytorch-pr441.txt": (5, ()),
+    "lightly-train_Train-Step-of-total-pipe-Train-Loss-pipe-Time-Spent-percentages_real-capture"
+    "_lightly-train-pr604_EXCERPT.txt": (3, ()),
+    "caffe_solver-Iteration-loss-and-lr-lines-with-Testing-net-and-snapshot_real-capture"
+    "_yjxiong-caffe-issue2_EXCERPT.txt": (6, (10, 11, 12)),
+    "caffe_Iteration-iter-per-s-and-s-per-10-iters-loss-with-Train-net-output-lines_real-capture"
+    "_libornovax-master-thesis-issue50_EXCERPT.txt": (2, ()),
+    "chainer_PrintReport-columns-epoch-iteration-main-loss-no-step-word_real-capture_bartzi-see"
+    "-issue10_EXCERPT.txt": (3, ()),
+    "word-language-model_pipe-epoch-batches-lr-ms-per-batch-loss-nan-ppl-with-end-of-epoch"
+    "-valid_nlpia2-pypi_EXCERPT.txt": (16, (17,)),
+}
+NEURON3 = ("nxd_", "neuron-quickstart_", "torch-neuronx-", "optimum-neuron_")
+
+
 def _report(path: Path) -> LogReport:
     # Split on \n only, as a pipe delivers it: carriage returns stay for explain().
     return explain(path.read_text(encoding="utf-8").split("\n"), PARSER)
@@ -285,6 +379,55 @@ def test_every_heldout_capture_has_an_expectation_and_a_source() -> None:
     missing = [name for name in HELDOUT_EXPECTED if f"`{name}`" not in sources]
     assert missing == []
     assert len(HELDOUT_EXPECTED) >= 15
+
+
+def test_every_third_heldout_capture_has_an_expectation_and_a_source() -> None:
+    present = {p.name for p in HELDOUT3.iterdir() if p.suffix == ".txt"}
+    assert present == set(HELDOUT3_EXPECTED)
+    sources = (HELDOUT3 / "SOURCES.md").read_text(encoding="utf-8")
+    missing = [name for name in HELDOUT3_EXPECTED if f"`{name}`" not in sources]
+    assert missing == []
+    assert len(HELDOUT3_EXPECTED) >= 15
+    neuron = [name for name in HELDOUT3_EXPECTED if name.startswith(NEURON3)]
+    assert len(neuron) * 3 >= len(HELDOUT3_EXPECTED)  # a third from Neuron, as collected
+
+
+def _heldout3_table() -> tuple[list[str], dict[str, tuple[int, int, int]]]:
+    """Per capture: found (at most the steps present, on lines that may hold one), present,
+    invented (steps beyond those present, and any on an evaluation / download line); and
+    the same summed over all and over Neuron's, as a printable table."""
+    rows = []
+    totals = {"all": [0, 0, 0], "neuron": [0, 0, 0]}
+    for name, (present, not_steps) in HELDOUT3_EXPECTED.items():
+        lines = [n for n, _ in _report(HELDOUT3 / name).steps]
+        on_other = sum(1 for n in lines if n in not_steps)
+        counted = len(lines) - on_other
+        found, invented = min(counted, present), max(counted - present, 0) + on_other
+        rows.append((name, found, present, invented))
+        for group in ("all", "neuron") if name.startswith(NEURON3) else ("all",):
+            totals[group][0] += found
+            totals[group][1] += present
+            totals[group][2] += invented
+    width = max(len(r[0]) for r in rows)
+    text = [f"{'capture':<{width}}  found  present  invented"]
+    text += [f"{n:<{width}}  {f:>5}  {p:>7}  {i:>8}" for n, f, p, i in rows]
+    for group, (found, present, invented) in totals.items():
+        text.append(f"{group.upper():<{width}}  {found:>5}  {present:>7}  {invented:>8}"
+                    f"  ({found / present:.1%} found, {invented / present:.1%} invented)")
+    return text, {group: (f, p, i) for group, (f, p, i) in totals.items()}
+
+
+def test_third_heldout_recognition_and_invented() -> None:
+    """Issue #60's target on its fresh held-out set: at least 90% of the steps a person sees,
+    at most 3% invented (no step on an evaluation, summary or download line). Before the
+    issue's rules: 61 of 84 (72.6%; Neuron 11 of 14), none invented."""
+    text, totals = _heldout3_table()
+    print("\n" + "\n".join(text))
+    found, present, invented = totals["all"]
+    assert present == 84 and totals["neuron"][1] == 14  # the hand counts, as collected
+    assert found / present >= 0.90, "\n".join(text)
+    assert invented / present <= 0.03, "\n".join(text)
+    assert totals["neuron"][0] / totals["neuron"][1] >= 0.90, "\n".join(text)
 
 
 def test_every_second_heldout_capture_has_an_expectation_and_a_source() -> None:
@@ -483,13 +626,43 @@ def test_values_second_heldout_formats() -> None:
     assert [s.step for s in tsl] == list(range(100, 1300, 100))
 
 
+def test_values_issue60_formats() -> None:
+    nxd = _steps("nxd_llama3-70B_step_time-loss-nan-val-loss-None-current_lr_real-capture_trn1-512"
+                 "-node-test-record_EXCERPT.txt")
+    assert [s.step for s in nxd] == [66, 67, 68, 69, 70, 71, 72, 28, 29, 30]
+    assert math.isnan(nxd[0].loss) and nxd[7].loss == 12.078991651535034  # type: ignore[arg-type]
+    assert nxd[0].dt == pytest.approx(5.986423969268799)
+    bigdl = _steps("bigdl_Epoch-records-Iteration-Wall-Clock-Trained-records-in-seconds-Loss-is"
+                   "_real-capture_bigdl-pr1165_EXCERPT.txt")
+    assert [(s.step, s.samples, s.loss) for s in bigdl][:2] == [(96, 112.0, 0.08021599),
+                                                               (97, 112.0, 0.17566326)]
+    assert bigdl[0].dt == pytest.approx(13.138344759)
+    assert bigdl[0].throughput is None and bigdl[4].throughput == pytest.approx(8.869707)
+    gluon = _steps("gluon-nlp_Epoch-Batch-of-total-Loss-span-answer-total-Throughput-samples-per-s"
+                   "_real-capture_gluon-nlp-pr1261_EXCERPT.txt")
+    assert [(s.bar_n, s.loss) for s in gluon][:2] == [(3900, 0.9502), (4200, 0.9473)]
+    assert gluon[0].throughput == 52.94 and gluon[0].printed_time is not None
+    tiny = _steps("tinygrad_no-step-word-loss-comma-LR-comma-GB-used-comma-seconds_real-capture"
+                  "_tinygrad-pr11467_EXCERPT.txt")
+    assert [(s.loss, s.dt) for s in tiny][:2] == [(10.5008, 18.7), (10.4828, 12.5)]
+    tiny = _steps("tinygrad_step-number-then-s-run-loss-LR-GB-used-GFLOPS_real-capture_tinygrad"
+                  "-pr13803.txt")
+    assert [s.step for s in tiny] == list(range(1, 11)) and tiny[2].dt == 7.34
+    composer = _steps("composer_multi-line-batch-blocks-header-then-Train-metric-lines_llm-foundry"
+                      "-readme.txt")
+    assert [s.loss for s in composer] == [10.9736, 10.9724, 10.9745, 10.6459]
+    wlm = _steps("awd-lstm-mos_pipe-epoch-batches-ms-per-batch-loss-ppl-with-end-of-epoch-valid"
+                 "_real-capture_mos-issue12_EXCERPT.txt")
+    assert [s.bar_n for s in wlm][:3] == [800, 1000, 200] and wlm[0].dt == pytest.approx(0.10703)
+
+
 # --------------------------------------------------------------------------- batches
 # The supervisor parses each log's new lines as one batch (parse_values_many): the same
 # records as one line at a time, on every capture, cut into batches of every size.
 
 
 def _capture_lines() -> list[tuple[str, list[str]]]:
-    dirs = [CAPTURES, CAPTURES / "heldout", CAPTURES / "heldout2", TELEMETRY]
+    dirs = [CAPTURES, CAPTURES / "heldout", CAPTURES / "heldout2", HELDOUT3, TELEMETRY]
     found = []
     for folder in dirs:
         for path in sorted(folder.glob("*.txt")):
@@ -510,7 +683,8 @@ def test_batches_parse_as_lines_do(batch: int) -> None:
             chunk = lines[start:start + batch]
             many = PARSER.parse_values_many(chunk)
             one_by_one = [PARSER.parse_values(line) for line in chunk]
-            assert many == one_by_one, name
+            # By repr: a nan loss is not equal to itself (NxD's ``loss nan``).
+            assert [repr(r) for r in many] == [repr(r) for r in one_by_one], name
             parsed += len(chunk)
             steps += sum(record is not None for record in many)
     assert steps > 400 and parsed > steps
