@@ -91,6 +91,8 @@ def test_a_rank_profiles_its_next_steps_and_trains_on(tmp_path: Path) -> None:
                                device_trace=False, timeout_s=60)
         ended = wait_until(lambda: (answers.poll(), answers.of(request).get(0))[1]
                            and answers.of(request)[0].ended, "the rank's trace")
+        wait_until(lambda: f'"step":{ended["last_step"] + 6},' in job.probe_file.read_text(),
+                   "steps after the capture")
     finally:
         records = job.finish()
     assert ended["what"] == "done", ended
