@@ -827,21 +827,35 @@ def _rule_leading_step(text: str) -> _Fields | None:
 # 0.0802.`` (older: ``Train 512000 in 1.236seconds``). The iteration is the global step, the
 # records the step's samples; its validation result ``Loss is (Loss: ..., count: ...)`` is no
 # number after ``Loss is``, so no step.
-_BIGDL_RE = re.compile(
-    r"\[Iteration\s{1,4}(?P<step>\d{1,15})\]"
-    rf"(?:.{{0,200}}?\bTrain(?:ed)?\s{{1,4}}(?P<samples>\d{{1,15}})(?:\s{{1,4}}records)?\s{{1,4}}in"
-    rf"\s{{1,4}}(?P<dt>{_NUM})\s{{0,4}}seconds?\b)?"
-    rf"(?:.{{0,200}}?\bThroughput is\s{{1,4}}(?P<throughput>{_NUM})\s{{1,4}}records/second)?"
-    rf".{{0,200}}?\bLoss is\s{{1,4}}(?P<loss>{_NUM})(?![\w]|\.\d)",
+_BIGDL_ITER_RE = re.compile(r"\[Iteration\s{1,4}(?P<step>\d{1,15})\]", re.ASCII)
+_BIGDL_LOSS_RE = re.compile(rf"\bLoss is\s{{1,4}}(?P<v>{_NUM}){_NUM_END}", re.ASCII)
+_BIGDL_TRAINED_RE = re.compile(
+    rf"\bTrain(?:ed)?\s{{1,4}}(?P<samples>\d{{1,15}})(?:\s{{1,4}}records)?\s{{1,4}}in\s{{1,4}}"
+    rf"(?P<dt>{_NUM})\s{{0,4}}seconds?\b",
     re.ASCII,
+)
+_BIGDL_TPUT_RE = re.compile(
+    rf"\bThroughput is\s{{1,4}}(?P<v>{_NUM})\s{{1,4}}records/second", re.ASCII
 )
 
 
 def _rule_bigdl(text: str) -> _Fields | None:
+    """One search a field, each from the iteration on (not one regex of optional parts, which
+    a hostile line could make backtrack)."""
     if "Loss is " not in text or "[Iteration" not in text:
         return None
-    m = _BIGDL_RE.search(text)
-    return None if m is None else m.groupdict()
+    m = _BIGDL_ITER_RE.search(text)
+    if m is None:
+        return None
+    lo = _BIGDL_LOSS_RE.search(text, m.end())
+    if lo is None:
+        return None
+    fields: _Fields = {"step": m.group("step"), "loss": lo.group("v")}
+    if (tr := _BIGDL_TRAINED_RE.search(text, m.end(), lo.start())) is not None:
+        fields["samples"], fields["dt"] = tr.group("samples"), tr.group("dt")
+    if (tp := _BIGDL_TPUT_RE.search(text, m.end(), lo.start())) is not None:
+        fields["throughput"] = tp.group("v")
+    return fields
 
 
 # A batch counter without brackets, then the loss: gluon-nlp ``Epoch: 1, Batch: 3900/8164,

@@ -730,6 +730,17 @@ HOSTILE = [
     "1% " * 20000 + "1/2 [ it/s",
     "[1, 1]" + " " * 60000 + "loss",
     "{'loss': " + "1" * 30 + "," + "x" * 60000,
+    # issue #60's rules
+    "[Iteration 1] Trained 1 in 1 seconds. Throughput is 1 records/second. " * 900 + "Loss is x",
+    "[Iteration 1]" * 5000 + " Loss is ",
+    "Batch 1/2 Loss a/b/c=" * 3000,
+    "Batch 1/2 " + "Loss span/answer=1/2/3/4/5/6/7/" * 2000,
+    "1 1 s run, " + "x, " * 20000 + "1 loss, 1 LR,",
+    "1.0 loss, 1 LR, " + ", 1 s" * 10000 + " x",
+    "| epoch 1 | 1/ 2 batches |" + " | loss 1" * 8000,
+    "0:" + " " * 60000 + "Train loss/train/total: 1x",
+    "step 1 loss 2 " + "val-loss: None " * 4000 + "val 1",
+    "train_small: 32%|" + "█" * 30000 + "| 1/2 [00:01<00:01, 300.00it/s]",
 ]
 
 
