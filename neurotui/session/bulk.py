@@ -25,6 +25,9 @@ from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 import msgspec
 import numpy as np
+from msgspec import UNSET
+
+from neurotui.session.steprecord import StepRecord
 
 _MARK, _MARK_SPACED = b'"kind":"step"', b'"kind": "step"'
 """How the writers spell a step line's kind; a line spelt otherwise takes the per-line path."""
@@ -50,24 +53,8 @@ MAX_RANK = 2**31 - 1
 MAX_SAMPLES = 1e15
 
 
-class RecordedStep(msgspec.Struct, tag_field="kind", tag="step", gc=False):
-    """A step record as FORMAT.md has it; unknown fields are ignored, as the reader does.
-    `rank` and `attempt` of null (read as 0 line by line) take the per-line path."""
-
-    t: float
-    step: int
-    rank: int = 0
-    samples: float | None = None
-    loss: float | None = None
-    dt: float | None = None
-    src: str | None = None
-    attempt: int = 0
-    samples_from: str | None = None
-    phases: dict[str, float] | None = None
-    """Seconds per phase; a line with a phase that is not a number takes the per-line path."""
-
-
-_DECODER = msgspec.json.Decoder(RecordedStep)
+_DECODER = msgspec.json.Decoder(StepRecord)
+"""Step lines as steprecord.py has them; unknown fields are ignored, as the reader does."""
 
 
 class Head(msgspec.Struct, gc=False):
@@ -118,6 +105,8 @@ class DecodedSteps:
     src: ObjectColumn[str | None]
     samples_from: ObjectColumn[str | None]
     phases: ObjectColumn[dict[str, float] | None]
+    after_step: np.ndarray
+    """A placed log line's automatic probe step (StepRecord.after_step); -1 where none."""
 
     def before(self, line: int) -> tuple[DecodedSteps, DecodedSteps]:
         """The rows of lines before `line`, and the rest."""
@@ -231,7 +220,7 @@ def decode(lines: Sequence[bytes]) -> tuple[DecodedSteps, list[int], list[int]]:
 def decode_steps(lines: Sequence[bytes], which: list[int]) -> tuple[DecodedSteps, list[int]]:
     """Of the lines `which` (step lines, by their kind), those that are well-formed step
     records with every value in range, and the indexes of those that are not."""
-    records: list[RecordedStep] = []
+    records: list[StepRecord] = []
     taken: list[int] = []
     rejected: list[int] = []
     _decode_into(_DECODER, lines, which, records, taken, rejected)
@@ -239,7 +228,7 @@ def decode_steps(lines: Sequence[bytes], which: list[int]) -> tuple[DecodedSteps
     return decoded, sorted(rejected + out_of_range)
 
 
-def _columns(records: list[RecordedStep], taken: list[int]) -> tuple[DecodedSteps, list[int]]:
+def _columns(records: list[StepRecord], taken: list[int]) -> tuple[DecodedSteps, list[int]]:
     """The records as columns, less those with a value out of range (whose line indexes
     come second)."""
     rejected: list[int] = []
@@ -265,14 +254,23 @@ def _columns(records: list[RecordedStep], taken: list[int]) -> tuple[DecodedStep
         line=line, t=t, step=step.astype(np.int64), rank=rank.astype(np.int64),
         attempt=attempt.astype(np.int64), samples=samples, loss=loss, dt=dt,
         src=_objects(records, "src"), samples_from=_objects(records, "samples_from"),
-        phases=_objects(records, "phases")), rejected
+        phases=_objects(records, "phases"), after_step=_after_steps(records)), rejected
+
+
+def _after_steps(records: list[StepRecord]) -> np.ndarray:
+    """Each record's after_step, -1 where it has none (or one no step can be)."""
+    values = list(map(attrgetter("after_step"), records))
+    if values.count(UNSET) == len(values):  # (all but placed log lines)
+        return np.full(len(values), -1, dtype=np.int64)
+    return np.array([value if value is not UNSET and 0 <= value < MAX_STEP else -1
+                     for value in values], dtype=np.int64)
 
 
 _NUMBERS = ("t", "step", "rank", "attempt", "samples", "loss", "dt")
 _ALL_NUMBERS = attrgetter(*_NUMBERS)
 
 
-def _number_columns(records: list[RecordedStep]) -> list[np.ndarray]:
+def _number_columns(records: list[StepRecord]) -> list[np.ndarray]:
     """The numeric fields of every record (_NUMBERS), each as float64, None as NaN. One C
     loop over the records for all of them where none is None (most pieces), a sixth quicker
     than a loop per field; the columns are views of its table (strided)."""
@@ -285,22 +283,25 @@ def _number_columns(records: list[RecordedStep]) -> list[np.ndarray]:
     return list(table.T)
 
 
-def _numbers(records: list[RecordedStep], name: str) -> np.ndarray:
+def _numbers(records: list[StepRecord], name: str) -> np.ndarray:
     """A field that is never None, of every record, as float64 (a C loop: no Python per row)."""
     return np.fromiter(map(attrgetter(name), records), float, len(records))
 
 
-def _objects(records: list[RecordedStep], name: str) -> ObjectColumn[Any]:
+def _objects(records: list[StepRecord], name: str) -> ObjectColumn[Any]:
     """A field of every record as a list, or Same where every record holds one value (a
     string compared by value; a dict, such as phases, is the same only as None)."""
     values = list(map(attrgetter(name), records))
     first = values[0] if values else {}
-    if (first is None or first.__class__ is str) and values.count(first) == len(values):
-        return Same(first, len(values))
+    if (first is None or first is UNSET or first.__class__ is str) and \
+            values.count(first) == len(values):
+        return Same(None if first is UNSET else first, len(values))
+    if UNSET in values:  # a field written only where set (samples_from): None where not
+        return [None if value is UNSET else value for value in values]
     return values
 
 
-def _floats(records: list[RecordedStep], name: str) -> np.ndarray:
+def _floats(records: list[StepRecord], name: str) -> np.ndarray:
     """A field that may be None, of every record, as float64 with None as NaN."""
     try:  # most pieces have no None in a column: the quicker conversion first
         return _numbers(records, name)
@@ -327,14 +328,14 @@ class Mixed(NamedTuple):
 
 class MixedDecoder:
     """A piece of a session's lines of every kind at once (events.jsonl: the log lines'
-    step records among telemetry), in one decode: step lines into RecordedStep records, the
+    step records among telemetry), in one decode: step lines into StepRecord records, the
     others into their kind and time. Decoding the kinds first (heads_of) and the step lines
     again took half as long again. Only for pieces whose every line is a well-formed
     record of the `kinds` given: anything else (an unknown kind, a step line the schema does
     not take, a blank line) returns None, and the caller goes the longer way."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
-        types: list[type] = [RecordedStep]
+        types: list[type] = [StepRecord]
         self._kind_of: dict[type, str] = {}
         for kind in sorted(set(kinds) - {"step"}):
             head = msgspec.defstruct(f"_{kind}_head", [], bases=(_OtherEvent,), tag=kind)
@@ -350,7 +351,7 @@ class MixedDecoder:
             return None
         if len(records) != lines:  # a blank line: let the lines be looked at one by one
             return None
-        step_line, kind_of = RecordedStep, self._kind_of
+        step_line, kind_of = StepRecord, self._kind_of
         taken = [i for i, r in enumerate(records) if r.__class__ is step_line]
         if len(taken) == lines:
             steps, rejected = _columns(records, taken)
@@ -426,4 +427,4 @@ def empty() -> DecodedSteps:
     none = np.empty(0)
     return DecodedSteps(np.empty(0, dtype=np.int64), none, none.astype(np.int64),
                         none.astype(np.int64), none.astype(np.int64), none, none, none,
-                        [], [], [])
+                        [], [], [], none.astype(np.int64))

@@ -5,8 +5,12 @@ calls, the automatic probe, and its log lines. Only the best one's rows are kept
 stepprecedence.py's table, which the supervisor reads too),
 so a script that both calls the probe and prints its steps is not counted twice; the rows of
 a worse source read before the better one appeared go when the reader next flushes (`purged`).
-A loss a log line printed is put onto the automatic probe's row of its rank just before the
-line (`put_log_losses`): the loss a script prints belongs to the step it just took.
+A loss a log line printed is put onto the automatic probe's row of the step it was printed
+after: the loss a script prints belongs to the step it just took. The supervisor names that
+step in the line's record (`after_step`: it placed the line by the probe's steps), and
+`put_placed_losses` puts the loss on that row; the records of sessions from before
+(format 1 without `after_step`) are placed here by time instead, on the row just before the
+line (`put_log_losses`).
 
 Column-wise: a cold read of a day-long run purges and places millions of rows at once.
 """
@@ -28,9 +32,11 @@ __all__ = [
     "PROBE",
     "SOURCE_CODE",
     "STEP_SOURCES",
+    "PlacedLoss",
     "place_losses",
     "purged",
     "put_log_losses",
+    "put_placed_losses",
 ]
 
 
@@ -73,6 +79,44 @@ def put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
     chunk, unplaced = place_losses(chunk, table[:, 0], table[:, 1].astype(np.int64),
                                    table[:, 2])
     return chunk, [losses[i] for i in unplaced.tolist()]
+
+
+PlacedLoss = tuple[int, int, int, float, float]
+"""A placed log line's loss: (rank, attempt, after_step, loss, t): the automatic probe's step
+of that rank and attempt it goes on, and the line's stamp (that step's time)."""
+_GROUP_BITS = 31  # rank and attempt, each below 2**31 (the reader's bounds), in one int64
+
+
+def put_placed_losses(table: Columns, losses: list[PlacedLoss]) -> tuple[Columns, np.ndarray]:
+    """Each placed loss onto the automatic probe's row of its rank, attempt and step, where
+    that row has none (the first of its losses); also the indices of the losses whose row
+    is not in `table`."""
+    if not losses or not len(table):
+        return table, np.arange(len(losses))
+    given = np.array([loss[:3] for loss in losses], dtype=np.int64).reshape(-1, 3)
+    values = np.array([loss[3] for loss in losses], dtype=np.float64)
+    auto = np.flatnonzero(table["src"] == AUTO)
+    auto_group = (table["rank"][auto] << _GROUP_BITS) | table["attempt"][auto]
+    auto_of = _by_rank(auto_group)  # (grouped by their (rank, attempt) key)
+    row = np.full(len(losses), -1, dtype=np.int64)
+    for key, mine in _by_rank((given[:, 0] << _GROUP_BITS) | given[:, 1]).items():
+        if key not in auto_of:
+            continue
+        rows = auto[auto_of[key]]
+        steps = table["step"][rows]
+        order = np.argsort(steps, kind="stable")
+        rows, steps = rows[order], steps[order]
+        wanted = given[mine, 2]
+        at = np.minimum(np.searchsorted(steps, wanted), len(steps) - 1)
+        found = steps[at] == wanted
+        row[mine[found]] = rows[at[found]]
+    loss = table["loss"].copy()
+    placed = np.flatnonzero(row >= 0)
+    first = np.full(len(loss), len(placed))
+    np.minimum.at(first, row[placed], np.arange(len(placed)))
+    takes = np.flatnonzero((first < len(placed)) & np.isnan(loss))
+    loss[takes] = values[placed[first[takes]]]
+    return table.with_column("loss", loss), np.flatnonzero(row < 0)
 
 
 def place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,

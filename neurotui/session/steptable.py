@@ -27,9 +27,11 @@ from neurotui.session.stepsources import (
     PRECEDENCE,
     SOURCE_CODE,
     STEP_SOURCES,
+    PlacedLoss,
     place_losses,
     purged,
     put_log_losses,
+    put_placed_losses,
 )
 
 if TYPE_CHECKING:
@@ -203,6 +205,12 @@ class StepTable:
         """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
         self._late_losses: list[tuple[float, int, float]] = []
         """Of those, the ones whose rows were handed out already (TakenSteps.late_losses)."""
+        self.placed_losses: list[PlacedLoss] = []
+        """Losses of log lines the supervisor placed after an automatic probe step (their
+        records name it): put on that step's row at the next flush, never rows of their own."""
+        self._placed_waiting: list[PlacedLoss] = []
+        """Of those, the ones whose row was not there at the last flush: looked for once more
+        (the probe file may be read after the events), then given up (late, if handed out)."""
         self.samples_per_step = _positive((meta.get("config") or {}).get("samples_per_step"))
         self._job_world_size = _job_world_size(meta)
         """A node of a job of many nodes: the job's ranks, when its launch says (a node's
@@ -248,11 +256,21 @@ class StepTable:
         else:
             src = np.array(list(map(SOURCE_CODE.__getitem__, steps.src)), dtype=np.int8)
         rank = steps.rank
+        keep = np.ones(len(rank), dtype=bool)
+        placed_losses = 0
+        placed = (steps.after_step >= 0) & (src == LOG)
+        if placed.any():  # the losses of placed log lines, never rows
+            keep &= ~placed
+            placed &= np.isfinite(steps.loss)
+            at = np.flatnonzero(placed)
+            self.placed_losses.extend(zip(
+                rank[at].tolist(), steps.attempt[at].tolist(), steps.after_step[at].tolist(),
+                steps.loss[at].tolist(), steps.t[at].tolist(), strict=True))
+            placed_losses = len(at)
         # Which (rank, source) pairs are kept, asked once per pair in the order first met:
         # the rows of a worse source met first go at the next flush (as line by line).
-        keep = np.ones(len(rank), dtype=bool)
         pair = rank * len(STEP_SOURCES) + src
-        pairs, first = np.unique(pair, return_index=True)
+        pairs, first = np.unique(pair[keep], return_index=True)
         for p in pairs[np.argsort(first)].tolist():
             r, s = divmod(p, len(STEP_SOURCES))
             if not self._keep_source(r, s):
@@ -267,7 +285,7 @@ class StepTable:
             placed = np.flatnonzero(dropped & np.isin(rank, timed))
             self.log_losses.extend(zip(steps.t[placed].tolist(), rank[placed].tolist(),
                                         steps.loss[placed].tolist(), strict=True))
-        losses = len(self.log_losses) - losses  # taken in too: counted as added
+        losses = len(self.log_losses) - losses + placed_losses  # taken in: counted as added
         every = bool(keep.all())
         kept = np.flatnonzero(keep)
         new = self._new
@@ -301,6 +319,12 @@ class StepTable:
         loss, dt) as `values`. Returns the records added (0: a worse source's row)."""
         src = r.get("src")
         src = SOURCE_CODE[src] if isinstance(src, str) else LOG  # {} is no key
+        after_step = r.get("after_step")
+        if src == LOG and after_step.__class__ is int and 0 <= after_step < bulk.MAX_STEP:
+            if not math.isfinite(values[1]):
+                return 0
+            self.placed_losses.append((rank, attempt, after_step, values[1], t))
+            return 1  # a loss taken in (put on its step's row at the next flush)
         if not self._keep_source(rank, src):
             if src == LOG and math.isfinite(values[1]) and self._best_source(rank) == AUTO:
                 self.log_losses.append((t, rank, values[1]))
@@ -448,6 +472,24 @@ class StepTable:
             elif len(self._steps):
                 self._steps = put_log_losses(self._steps, losses)[0]
                 parts = [self._steps]
+        if self.placed_losses or self._placed_waiting:
+            placed = self._placed_waiting + self.placed_losses
+            tried_before = len(self._placed_waiting)
+            self.placed_losses = []
+            missed = np.arange(len(placed))
+            if chunk is not None:
+                chunk, missed = put_placed_losses(chunk, placed)
+            if len(missed) and not self.streaming and len(self._steps):
+                self._steps, still = put_placed_losses(self._steps,
+                                                       [placed[i] for i in missed.tolist()])
+                missed = missed[still]
+                parts = [self._steps]
+            # Not found a second time: given up (its row handed out, if streaming: only the
+            # loss can go on); found first time: looked for at the next flush.
+            self._placed_waiting = [placed[i] for i in missed.tolist() if i >= tried_before]
+            if self.streaming:
+                self._late_losses += [(placed[i][4], placed[i][0], placed[i][3])
+                                      for i in missed.tolist() if i < tried_before]
         if chunk is not None:
             parts = _merge_in_time_order(self._steps, chunk)
         if moved:

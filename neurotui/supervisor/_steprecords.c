@@ -1,10 +1,10 @@
-/* The step records of a busy log's lines, made outside Python (logfollow.py, _record_native).
+/* The step records of a busy log's lines, made outside Python (steprecorder.py, _record_native).
 
 At 32 ranks x 10 lines a second, what the supervisor did with a step line of a shape it had
 learnt (steplog._ShapeMemo: each figure's place in every line of the shape) was most of its
 cost: the figures' pieces cut out and read by int() and float() (about 6,400 instructions a
-line), then LogFollower._record_parsed's loop over them (the rank's last step, a line drawn
-again for its step, the tests msgspec needs) and a _LogStep made (about 7,800 more). Here one
+line), then StepRecorder._record_parsed's loop over them (the rank's last step, a line drawn
+again for its step, the tests msgspec needs) and a StepRecord made (about 7,800 more). Here one
 call reads a run of one shape's lines at those places and makes their records, with the same
 rules in the same order as _record_parsed, which stays as the way where this module was not
 built (and where a line is not as this call expects: it stops there, and says so).
@@ -20,7 +20,7 @@ record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt
   skip           whether that rank's lines are not recorded (the probe times it)
   last, floor    its last step recorded (None: none), and the step up to which it was
                  recorded before a resume (None: no resume)
-  attempt, make  the attempt's number; _LogStep, the record's type
+  attempt, make  the attempt's number; StepRecord, the record's type
   steps          the records made are appended to it; run_steps and run_times, each
                  record's step and stamp (for the rank's last step and the stall watch)
 
@@ -47,7 +47,7 @@ enum { DONE = 0, NEW_RANK = 1, PYTHON = 2 };
 #define INT_DIGITS_MAX 18   /* below 2**63 whatever the digits: no overflow to test */
 #define FLOAT_CHARS_MAX 64  /* steplog._direct_reader's longest float piece */
 
-static PyObject *KIND_STEP, *SRC_LOG, *FROM_LINE;
+static PyObject *SRC_LOG, *FROM_LINE;
 
 /* line[start:end] as int() reads it where it is an optional sign and 1 to 18 ASCII digits
    (every piece of our runner's lines and plain logs); 0 where it is something else int()
@@ -133,7 +133,7 @@ stopped(Py_ssize_t index, int why, PyObject *value)
 PyDoc_STRVAR(record_steps_doc,
 "record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt, make,\n"
 "             steps, run_steps, run_times) -> (index, why, value)\n\n"
-"The records of a run of one learnt shape's step lines, as LogFollower._record_parsed makes\n"
+"The records of a run of one learnt shape's step lines, as StepRecorder._record_parsed makes\n"
 "them (see the module's comment).");
 
 static PyObject *
@@ -256,13 +256,13 @@ record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *loss_obj = has_loss ? PyFloat_FromDouble(loss) : Py_NewRef(Py_None);
         PyObject *record = NULL;
         if (step_obj != NULL && samples_obj != NULL && loss_obj != NULL) {
-            /* _LogStep(t, kind, rank, step, samples, loss, dt, phases, src, attempt,
-               throughput, samples_total, global_batch, samples_from) */
-            PyObject *fields[14] = {
-                stamp, KIND_STEP, rank_obj, step_obj, samples_obj, loss_obj, Py_None, Py_None,
-                SRC_LOG, attempt, Py_None, Py_None, Py_None,
-                has_samples ? FROM_LINE : Py_None};
-            record = PyObject_Vectorcall(make, fields, 14, NULL);
+            /* StepRecord(t, step, rank, samples, loss, dt, phases, src, attempt[,
+               samples_from]): session/steprecord.py's STEP_RECORD_FIELDS (samples_from only
+               where the line printed its samples: else it is left unset, not null) */
+            PyObject *fields[10] = {
+                stamp, step_obj, rank_obj, samples_obj, loss_obj, Py_None, Py_None, SRC_LOG,
+                attempt, FROM_LINE};
+            record = PyObject_Vectorcall(make, fields, has_samples ? 10 : 9, NULL);
         }
         Py_XDECREF(samples_obj);
         Py_XDECREF(loss_obj);
@@ -307,10 +307,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__steprecords(void)
 {
-    KIND_STEP = PyUnicode_InternFromString("step");
     SRC_LOG = PyUnicode_InternFromString("log");
     FROM_LINE = PyUnicode_InternFromString("line");
-    if (KIND_STEP == NULL || SRC_LOG == NULL || FROM_LINE == NULL)
+    if (SRC_LOG == NULL || FROM_LINE == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

@@ -11,6 +11,7 @@ pandas): the supervisor runs beside training for days.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import statistics
 import time
@@ -23,6 +24,7 @@ import msgspec
 from neurotui.defaults import DEFAULT_MIN_STALL_S, DEFAULT_WARMUP_STEPS, stall_limit_s
 from neurotui.session import layout
 from neurotui.session.stepprecedence import PRECEDENCE_OF_NAME
+from neurotui.session.steprecord import StepRecord, decode_step, decode_steps
 from neurotui.session.tailing import KeptFiles
 from neurotui.supervisor.alerting import Raised
 from neurotui.supervisor.compiles import CompileWatch
@@ -31,30 +33,16 @@ from neurotui.supervisor.stepoffsets import StepOffsets
 _ORDER = PRECEDENCE_OF_NAME  # lower: the better source (the reader's table)
 _KEPT = 256  # step times per rank and source: the median of the recent past
 _MAX_READ = 1 << 20
+AUTO_STEPS_KEPT = 1 << 15
+"""Of the automatic probe's steps, the latest this many are kept for naming the step of a
+placed line (a minute of a 32-rank job's at 10 steps a second, and more: a line is placed
+within seconds of its step)."""
 HISTORY_BYTES = 1 << 20
 """Of each probe file, an adopting supervisor reads this much of its end for where the logs
 stood (about 4,000 steps: minutes of a fast job's output since the old supervisor's mark)."""
 
 
-class _ProbeStep(msgspec.Struct):
-    """What the watch reads of a probe file's step record; other keys are skipped unread."""
-
-    t: float
-    kind: str
-    step: int
-    rank: int | None = None
-    src: str | None = None
-    attempt: int = 0
-    out: tuple[int, int, int] | None = None  # where the rank's stdout stood (the probe)
-    err: tuple[int, int, int] | None = None
-
-
-_PROBE_STEP = msgspec.json.Decoder(_ProbeStep)
-"""Typed decoding, not json.loads: a 32-rank job's probes write hundreds of steps a second,
-each with a phases dict that need not become Python objects here."""
-
-
-def _decoded_steps(block: bytes, word: bytes) -> list[_ProbeStep]:
+def _decoded_steps(block: bytes, word: bytes) -> list[StepRecord]:
     """The step records among the lines of `block` (whole lines) that hold `word`: the block
     decoded in one call where each line may be one (the usual read: step records only, not
     split and joined), else those lines in one call, or a line at a time where one of them is
@@ -62,22 +50,22 @@ def _decoded_steps(block: bytes, word: bytes) -> list[_ProbeStep]:
     return _decoded(block, word)[0]
 
 
-def _decoded(block: bytes, word: bytes) -> tuple[list[_ProbeStep], bool]:
+def _decoded(block: bytes, word: bytes) -> tuple[list[StepRecord], bool]:
     """_decoded_steps, and whether every line was a step record (decoded in one call): where
     not, other records may be among them (a compile)."""
     if block.count(word) >= block.count(b"\n"):
         try:  # (not contextlib.suppress: its calls were 0.15 M instructions a second here)
-            return _PROBE_STEP.decode_lines(block), True
+            return decode_steps(block), True
         except msgspec.DecodeError:
             pass
     lines = [raw for raw in block.split(b"\n") if word in raw]
     try:
-        return _PROBE_STEP.decode_lines(b"\n".join(lines)), False
+        return decode_steps(b"\n".join(lines)), False
     except msgspec.DecodeError:
-        records: list[_ProbeStep] = []
+        records: list[StepRecord] = []
         for raw in lines:
             with contextlib.suppress(msgspec.DecodeError):
-                records.append(_PROBE_STEP.decode(raw))
+                records.append(decode_step(raw))
         return records, False
 
 
@@ -122,6 +110,9 @@ class StallWatch:
         places their lines by them)."""
         self.read_at = float("-inf")
         """When read_probes last began: a step done well before it is in `offsets`."""
+        self.auto_steps: dict[tuple[int, float], int] = {}
+        """(rank, time) -> step of the automatic probe's recent steps: a placed log line is
+        stamped with one of these times, and its record names the step (`after_step`)."""
         self.compiles = CompileWatch(session_dir, self._last_step)
         """torch.compile's compiles (probe files) and neuronx-cc's (log lines)."""
 
@@ -131,6 +122,7 @@ class StallWatch:
         self._tracks.clear()
         self._compiled_at.clear()
         self.offsets.clear()
+        self.auto_steps.clear()
 
     def skip_history(self) -> None:
         """Read the probe files on from their current ends (an adopting supervisor: the
@@ -146,18 +138,24 @@ class StallWatch:
                 first = block.find(b"\n") + 1 if start else 0  # (a line cut at the start)
                 self._note_offsets(self._steps_of_attempt(block[first:complete], b'"out"'))
 
-    def _steps_of_attempt(self, block: bytes, word: bytes) -> list[_ProbeStep]:
+    def _steps_of_attempt(self, block: bytes, word: bytes) -> list[StepRecord]:
         """The step records of this attempt among the lines of `block` (whole lines of a
         probe file) that hold `word`."""
         return [record for record in _decoded_steps(block, word)
-                if record.kind == "step" and record.attempt == self.attempt]
+                if record.attempt == self.attempt]
 
-    def _note_offsets(self, records: list[_ProbeStep]) -> None:
+    def _note_offsets(self, records: list[StepRecord]) -> None:
         """Where these steps say the ranks' logs stood (the follower places lines by them)."""
         if records:
             times = [record.t for record in records]
             self.offsets.add_many([record.out for record in records], times)
             self.offsets.add_many([record.err for record in records], times)
+            steps = self.auto_steps
+            steps.update(((record.rank, record.t), record.step) for record in records
+                         if record.src == "auto")
+            if len(steps) > 2 * AUTO_STEPS_KEPT:  # the oldest half go (kept in order added)
+                for key in list(itertools.islice(steps, len(steps) - AUTO_STEPS_KEPT)):
+                    del steps[key]
 
     def step(self, rank: int, step: int, t: float, src: str) -> None:
         self.rank_steps(rank, [step], [t], src)
@@ -207,7 +205,7 @@ class StallWatch:
         """The step records of `block` (whole lines) of a probe file."""
         decoded, only_steps = _decoded(block, b'"step"')
         records = [record for record in decoded
-                   if record.kind == "step" and record.attempt == self.attempt]
+                   if record.attempt == self.attempt]
         # torch.compile's compile records, from the automatic probe: looked for only in a
         # block that holds other lines than steps (a search, or a count of its lines, of every
         # block was 0.3 M instructions a second at 32 ranks x 10 steps/s).

@@ -13,6 +13,7 @@ before.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 
 FileId = tuple[int, int]
 """(device, inode) of a log file, as os.fstat gives them."""
@@ -36,11 +37,12 @@ class StepOffsets:
         """A step done at `t` when the file (device, inode) ended at `offset`."""
         self.add_many([where], [t])
 
-    def add_many(self, wheres: list[tuple[int, int, int] | None], times: list[float]) -> None:
-        """Steps in the order done: each done at its time when its file ended at its offset
-        (None: not known). A step with nothing printed since the one before takes that one's
-        place (a line there came after both): a quiet stderr keeps one."""
-        if wheres and wheres[0] is not None and len(times) == len(wheres) == \
+    def add_many(self, wheres: Sequence[object], times: list[float]) -> None:
+        """Steps in the order done: each done at its time when its file ended at its offset,
+        a (device, inode, offset) tuple (anything else: not known, e.g. None or a record's
+        UNSET). A step with nothing printed since the one before takes that one's place (a
+        line there came after both): a quiet stderr keeps one."""
+        if wheres and wheres[0].__class__ is tuple and len(times) == len(wheres) == \
                 wheres.count(wheres[0]):
             # Nothing printed over all of them (a rank's quiet stderr, at every read of its
             # probe file): the last step takes the place, as the loop below would have it.
@@ -54,9 +56,9 @@ class StepOffsets:
         offsets: list[int] = []
         kept: list[float] = []
         for where, t in zip(wheres, times, strict=True):
-            if where is None:
+            if where.__class__ is not tuple:
                 continue
-            dev, ino, offset = where
+            dev, ino, offset = where  # type: ignore[misc]
             if current is None or current[0] != dev or current[1] != ino:
                 current = (dev, ino)
                 steps = self._files.get(current)

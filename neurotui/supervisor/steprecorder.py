@@ -7,7 +7,7 @@ tests/unit/supervisor/test_step_figures.py and test_native_records.py: a line pa
 (StepValues: _record_step), a batch of step lines of a shape the short way knows
 (_record_parsed), and a run of lines of a learnt shape read by _steprecords.c
 (_record_native), where it was built. That kernel is called from here alone; the fields of
-the record it makes are checked against StepRecord's at import.
+the record it makes (session/steprecord.py) are checked against StepRecord's at import.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import msgspec
-
+from neurotui.session.steprecord import STEP_RECORD_FIELDS, StepRecord, encode_steps
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepFigures, StepLineParser, StepValues
 from neurotui.supervisor.stallwatch import StallWatch
@@ -37,31 +36,6 @@ def capped(line: str) -> str:
     return f"{line[:TAIL_LINE_CHARS]}... [cut: {len(line):,} characters in all]"
 
 
-class StepRecord(msgspec.Struct, omit_defaults=True, gc=False):
-    """A log step's record, as the writer's encoder would write it (these keys, in this
-    order), built as a struct and encoded by msgspec: hundreds a second at 32 ranks, where a
-    dict to encode cost most of a line's handling. The figures a line printed beyond these
-    are left out when it printed none (most lines)."""
-
-    t: float
-    kind: str
-    rank: int
-    step: int
-    samples: float | None
-    loss: float | None
-    dt: float | None
-    phases: None
-    src: str
-    attempt: int
-    throughput: float | None = None
-    samples_total: float | None = None
-    global_batch: float | None = None
-    samples_from: str | None = None
-
-
-NATIVE_FIELDS = ("t", "kind", "rank", "step", "samples", "loss", "dt", "phases", "src",
-                 "attempt", "throughput", "samples_total", "global_batch", "samples_from")
-"""The order _steprecords.c gives StepRecord's fields in (by position, one call a record)."""
 try:  # built from _steprecords.c at install, where a C compiler was there
     from neurotui.supervisor import _steprecords
     native_record_steps = _steprecords.record_steps
@@ -69,7 +43,7 @@ try:  # built from _steprecords.c at install, where a C compiler was there
 except ImportError:  # not built: the records are made in Python (_record_parsed)
     native_record_steps = None
     _NEW_RANK, _PYTHON = 1, 2
-if StepRecord.__struct_fields__ != NATIVE_FIELDS:
+if StepRecord.__struct_fields__[:len(STEP_RECORD_FIELDS)] != STEP_RECORD_FIELDS:
     # Fields in another order would make the kernel write wrong records: Python makes them
     # (test_native_records fails on it; a supervisor must not fail to start for it).
     native_record_steps = None
@@ -79,7 +53,6 @@ LogLines = tuple[list[str], list[float], int | None, bool]
 """Lines of one log to be read the short way (parse_figures_many) where they are all step
 lines of a shape it knows, with the other logs' of a take or poll: their text, stamps, the
 log's rank (for lines that print none) and whether the stall watch is told of them."""
-_encode_step_lines = msgspec.json.Encoder().encode_lines
 _INT_MAX = 2**63  # msgspec writes integers of 64 bits; the writer's encoder, any
 
 
@@ -96,13 +69,21 @@ def _step_record(t: float, rank: int, step: int, samples: float | None,
             and -_INT_MAX < step < _INT_MAX and -_INT_MAX < rank < _INT_MAX
             and attempt < _INT_MAX):
         return None
+    record = StepRecord(t, step, rank, samples, loss, dt, None, "log", attempt)
+    if samples_from is not None:
+        record.samples_from = samples_from
     if throughput is not None or samples_total is not None or global_batch is not None:
         # Most lines print none of these: one test for the three, then each.
         for value in (throughput, samples_total, global_batch):
             if value is not None and not isfinite(value):
                 return None
-    return StepRecord(t, "step", rank, step, samples, loss, dt, None, "log", attempt,
-                      throughput, samples_total, global_batch, samples_from)
+        if throughput is not None:
+            record.throughput = throughput
+        if samples_total is not None:
+            record.samples_total = samples_total
+        if global_batch is not None:
+            record.global_batch = global_batch
+    return record
 
 
 @dataclass
@@ -327,8 +308,11 @@ class StepRecorder:
                 # was a tenth of their recording.
                 if rank_ok and isfinite(stamp) and (samples is None or isfinite(samples)) and \
                         (loss is None or isfinite(loss)) and low < step < high:
-                    steps.append(StepRecord(stamp, "step", rank, step, samples, loss, None, None,
-                                          "log", attempt, None, None, None, samples_from))
+                    steps.append(
+                        StepRecord(stamp, step, rank, None, loss, None, None, "log", attempt)
+                        if samples is None else
+                        StepRecord(stamp, step, rank, samples, loss, None, None, "log", attempt,
+                                   "line"))
                 else:
                     self._write_steps(steps)  # those before it first, in the order read
                     self._write_by_encoder(stamp, rank, step, samples, loss, None, None, None,
@@ -429,13 +413,25 @@ class StepRecorder:
             ("throughput", throughput), ("samples_total", samples_total),
             ("global_batch", global_batch), ("samples_from", samples_from))
             if value is not None}
+        after_step = self.stalls.auto_steps.get((rank, t)) if self.stalls is not None else None
+        if after_step is not None:
+            printed["after_step"] = after_step
         self.writer.write("step", t=t, rank=rank, step=step, samples=samples, loss=loss, dt=dt,
                           phases=None, src="log", attempt=self.attempt, **printed)
 
     def _write_steps(self, batch: list[StepRecord]) -> None:
-        """The records of a batch of step lines, encoded in one call; `batch` is emptied."""
+        """The records of a batch of step lines, encoded in one call; `batch` is emptied. A
+        placed line's record names the automatic probe's step it was placed after (its
+        stamp is that step's time): the reader puts its loss on that step."""
         if batch:
-            self.writer.write_encoded_lines("step", len(batch), _encode_step_lines(batch))
+            placed = self.stalls.auto_steps if self.stalls is not None else None
+            if placed:
+                get = placed.get
+                for record in batch:
+                    step = get((record.rank, record.t))
+                    if step is not None:
+                        record.after_step = step
+            self.writer.write_encoded_lines("step", len(batch), encode_steps(batch))
             batch.clear()
 
     def _stamped_step_time(self, rank: int, step: int, now: float) -> float | None:

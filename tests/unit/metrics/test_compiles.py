@@ -21,9 +21,10 @@ from neurotui.metrics.compiles import (
 )
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
+from neurotui.session.steprecord import StepRecord
 from neurotui.session.timeline import Timeline
 from neurotui.supervisor.compiles import CompileWatch
-from neurotui.supervisor.stallwatch import StallWatch, _ProbeStep
+from neurotui.supervisor.stallwatch import StallWatch
 from tests.ui.conftest import make_app, screen_text, settle
 from tests.ui.sessions import RUNNING, T0, Recorder
 
@@ -113,8 +114,7 @@ def test_the_supervisor_raises_the_recompile_alert_with_its_evidence(tmp_path: P
                            reason="0/0: tensor 'args[0]' size mismatch at index 0. "
                                   "expected 4, actual 8"),
              torch_compile(51.5, "compiled", cid="0/1")]
-    steps = [_ProbeStep(t=49.2, kind="step", step=31, rank=0, src="auto"),
-             _ProbeStep(t=52.0, kind="step", step=32, rank=0, src="auto")]
+    steps = [StepRecord(49.2, 31, rank=0, src="auto"), StepRecord(52.0, 32, rank=0, src="auto")]
     taken = watch.take_probe_lines(
         "\n".join(json.dumps(r) for r in later).encode(), steps)
     assert len(taken) == 2

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from neurotui.session import layout
 from neurotui.session.reader import SessionReader
+from neurotui.session.steprecord import encode_steps
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor.logfollow import LogFollower
-from neurotui.supervisor.steprecorder import _encode_step_lines, _step_record
+from neurotui.supervisor.steprecorder import _step_record
 from tests.captures import TELEMETRY_CAPTURES
 
 FIXTURES = TELEMETRY_CAPTURES
@@ -158,10 +159,10 @@ _maybe_number = st.none() | st.floats(allow_nan=True, allow_infinity=True) | \
 def test_a_step_record_encoded_by_hand_is_what_the_json_encoder_writes(
         t, rank, step, samples, loss, dt, attempt, throughput, samples_total, global_batch,
         samples_from) -> None:
-    """Step records are encoded by msgspec (the hottest record): the same keys in the same
-    order and the same values as the writer's encoder gives; where msgspec would write
-    something else (NaN, infinity, integers past 64 bits), it declines and the encoder writes
-    them."""
+    """Step records are encoded by msgspec (the hottest record): the same keys and values as
+    the writer's encoder gives (the kind first: StepRecord is tagged by it); where msgspec
+    would write something else (NaN, infinity, integers past 64 bits), it declines and the
+    encoder writes them."""
     event = _step_record(t, rank, step, samples, loss, dt, attempt, throughput, samples_total,
                          global_batch, samples_from)
     record = {"t": t, "kind": "step", "rank": rank, "step": step, "samples": samples,
@@ -173,10 +174,10 @@ def test_a_step_record_encoded_by_hand_is_what_the_json_encoder_writes(
     in_range = all(-(2**63) < v < 2**63 for v in (rank, step, attempt))
     assert (event is not None) == (finite and in_range)
     if event is not None:
-        text = _encode_step_lines([event]).decode()
+        text = encode_steps([event]).decode()
         assert text.endswith("}\n") and text.count("\n") == 1
         decoded = json.loads(text)
-        assert list(decoded.items()) == list(record.items())  # keys in order, values equal
+        assert next(iter(decoded)) == "kind" and decoded == record
         for key, value in record.items():  # floats stay floats, integers integers
             assert type(decoded[key]) is type(value)
 

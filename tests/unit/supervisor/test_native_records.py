@@ -37,9 +37,10 @@ def test_the_records_module_is_built_by_the_set_up() -> None:
 def test_the_record_fields_are_in_the_order_the_kernel_gives_them() -> None:
     """_steprecords.c makes each StepRecord by position: steprecorder checks the order at
     import (and makes the records in Python where it differs)."""
-    assert steprecorder.StepRecord.__struct_fields__ == steprecorder.NATIVE_FIELDS
-    record = steprecorder.StepRecord(*range(14))  # type: ignore[arg-type]
-    assert [getattr(record, name) for name in steprecorder.NATIVE_FIELDS] == list(range(14))
+    fields = steprecorder.STEP_RECORD_FIELDS
+    assert steprecorder.StepRecord.__struct_fields__[:len(fields)] == fields
+    record = steprecorder.StepRecord(*range(len(fields)))  # type: ignore[arg-type]
+    assert [getattr(record, name) for name in fields] == list(range(len(fields)))
 
 
 def _follower(root: Path, native: bool) -> tuple[LogFollower, EventWriter]:
@@ -157,8 +158,8 @@ def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
     assert _run(lines, None)[0] == (0, NEW_RANK, 22)  # (the first line's rank is looked up)
     stopped, steps, run_steps = _run(lines, 22)
     assert stopped == (3, NEW_RANK, 23) and run_steps == [10, 11]  # 11 drawn again: once
-    assert steps[0] == steprecorder.StepRecord(5.0, "step", 22, 10, 16.0, 0.1234, None, None,
-                                          "log", 0, None, None, None, "line")
+    assert steps[0] == steprecorder.StepRecord(5.0, 10, 22, 16.0, 0.1234, None, None, "log", 0,
+                                               "line")
     assert _run(lines[:2], 22, last=10)[2] == [11]
     assert _run(lines[:2], 22, floor=10)[2] == [11]  # recorded before a resume
     assert _run(lines[:3], 22, skip=True) == ((3, DONE, None), [], [])
@@ -180,9 +181,9 @@ def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
 # crash fails the test instead of stopping pytest -----------------------------------------------
 
 def _isolated(code: str) -> str:
-    """`code` run by a new Python (with `record_steps` and `_LogStep` imported, and `line` a
-    runner's step line at PLACES_RUNNER); its output. A crash or an uncaught error fails the
-    test."""
+    """`code` run by a new Python (with `record_steps`, `StepRecord` as `_LogStep`, and
+    `line` a runner's step line at PLACES_RUNNER); its output. A crash or an uncaught
+    error fails the test."""
     prelude = ("from neurotui.supervisor._steprecords import record_steps\n"
                "from neurotui.supervisor.steprecorder import StepRecord as _LogStep\n"
                f"PLACES = {PLACES_RUNNER!r}\n"

@@ -121,7 +121,9 @@ def test_a_line_waits_until_no_unread_step_can_come_before_it(tmp_path: Path) ->
     poll(follower, 1003.0, final=True)
     writer.close()
     assert log_steps(session)[3:] == [(100.3, 4.5)]
-    # The reader puts each loss on the probe's step before it: its own.
+    # Each record names the probe's step it was placed after; the reader puts its loss there.
+    records = [json.loads(line) for line in (session / layout.EVENTS).read_text().splitlines()]
+    assert [r["after_step"] for r in records if r["kind"] == "step"] == [1, 2, 3, 4]
     steps = SessionReader(session, telemetry_history=None).load().steps()
     auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
     assert list(auto["loss"]) == [1.5, 2.5, 3.5, 4.5]
@@ -138,6 +140,8 @@ def test_a_line_printed_before_the_first_step_known_stays_before_it(tmp_path: Pa
     writer.close()
     (before, loss), after = log_steps(session)
     assert before < 100.0 and loss == 9.0 and after == (100.0, 1.0)
+    records = [json.loads(line) for line in (session / layout.EVENTS).read_text().splitlines()]
+    assert [r.get("after_step") for r in records if r["kind"] == "step"] == [None, 1]
     steps = SessionReader(session, telemetry_history=None).load().steps()
     auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
     assert list(auto["loss"][:1]) == [1.0] and math.isnan(auto["loss"].iloc[1])
@@ -230,3 +234,59 @@ def test_the_placed_logs_of_many_ranks_are_recorded_together_as_each_alone(
                  if r["kind"] == "step")
     assert got == sorted(want)
     assert [r["kind"] for r in records].count("compile") == 1
+
+
+def _placed_session(tmp_path: Path, log_records: list[dict]) -> Path:
+    """A session whose rank 0 the automatic probe timed (steps 1-3, at 100, 101 and 102) and
+    whose events hold `log_records` (step records of its log lines)."""
+    session = tmp_path / "placed"
+    (session / layout.PROBE_DIR).mkdir(parents=True)
+    write_json_atomic(session / layout.META, {"format": FORMAT_VERSION, "exit": None})
+    empty = {"samples": 8, "loss": None, "dt": None, "phases": None}
+    (session / layout.PROBE_DIR / "auto-rank-0.jsonl").write_text("".join(
+        json.dumps({"t": 99.0 + step, "kind": "step", "rank": 0, "step": step, **empty,
+                    "src": "auto", "attempt": 0}) + "\n" for step in (1, 2, 3)))
+    (session / layout.EVENTS).write_text("".join(
+        json.dumps({"kind": "step", "rank": 0, "samples": None, "dt": None, "phases": None,
+                    "src": "log", "attempt": 0, **record}) + "\n" for record in log_records))
+    return session
+
+
+def _auto_losses(session: Path, **reader: object) -> list[float]:
+    steps = SessionReader(session, telemetry_history=None, **reader).load().steps()
+    auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
+    assert list(auto["step"]) == [1, 2, 3] and len(steps) == 3  # (log rows: never rows)
+    return [None if math.isnan(x) else x for x in auto["loss"]]
+
+
+def test_a_placed_loss_goes_on_the_step_its_record_names_not_by_time(tmp_path: Path) -> None:
+    # A record naming step 1 whose time is past step 2's (a hand-made one: the supervisor
+    # stamps a placed line with its step's time): the step named wins, no search by time.
+    session = _placed_session(tmp_path, [
+        {"t": 101.5, "step": 7, "loss": 7.5, "after_step": 1},
+        {"t": 102.0, "step": 8, "loss": 8.5, "after_step": 3},
+        {"t": 102.0, "step": 9, "loss": 9.5, "after_step": 3},  # (the first loss stays)
+        {"t": 102.0, "step": 9, "loss": 6.5, "after_step": 40}])  # no such step: none
+    assert _auto_losses(session) == [7.5, None, 8.5]
+
+
+def test_a_log_loss_without_a_step_named_is_placed_by_time(tmp_path: Path) -> None:
+    # Sessions recorded before `after_step`: on the automatic row just before the line.
+    session = _placed_session(tmp_path, [{"t": 101.5, "step": 7, "loss": 7.5},
+                                         {"t": 102.0, "step": 8, "loss": 8.5}])
+    assert _auto_losses(session) == [None, 7.5, 8.5]
+
+
+def test_placed_losses_read_line_by_line_go_where_the_bulk_read_puts_them(
+        tmp_path: Path) -> None:
+    # One line the bulk decoder cannot take (a phase that is not a number) sends the read of
+    # its piece line by line: the placed losses come out the same.
+    session = _placed_session(tmp_path, [
+        {"t": 101.5, "step": 7, "loss": 7.5, "after_step": 1},
+        {"t": 102.0, "step": 8, "loss": 8.5, "after_step": 3}])
+    with open(session / layout.EVENTS, "a") as f:
+        f.write(json.dumps({"t": 102.5, "kind": "step", "rank": 5, "step": 1,
+                            "phases": {"data": "slow"}, "src": "log"}) + "\n")
+    steps = SessionReader(session, telemetry_history=None).load().steps()
+    auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
+    assert [None if math.isnan(x) else x for x in auto["loss"]] == [7.5, None, 8.5]

@@ -57,9 +57,10 @@ def test_the_best_source_of_a_rank_is_judged(tmp_path: Path) -> None:
 def test_probe_files_are_read_on_and_other_attempts_ignored(tmp_path: Path) -> None:
     probe = tmp_path / "probe"
     probe.mkdir()
-    lines = [{"t": float(i), "kind": "step", "rank": 2, "step": i, "src": "auto",
+    empty = {"samples": None, "loss": None, "dt": None, "phases": None}  # (as written)
+    lines = [{"t": float(i), "kind": "step", "rank": 2, "step": i, **empty, "src": "auto",
               "attempt": 1} for i in range(1, 21)]
-    lines.append({"t": 99.0, "kind": "step", "rank": 2, "step": 50, "src": "auto",
+    lines.append({"t": 99.0, "kind": "step", "rank": 2, "step": 50, **empty, "src": "auto",
                   "attempt": 0})
     (probe / "auto-rank-2.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in lines) + "garbage\n{\"kind\": \"step\"")

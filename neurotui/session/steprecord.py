@@ -1,0 +1,64 @@
+"""The step record: one type for a `step` line of a session (FORMAT.md), whoever wrote it
+and whoever reads it.
+
+The step recorder (supervisor/steprecorder.py) makes one for each log step line and encodes
+it (its C kernel, _steprecords.c, builds it by position: STEP_RECORD_FIELDS); the stall watch
+decodes the probe files' lines with it; the bulk reader (session/bulk.py) decodes a piece's
+step lines with it into columns. msgspec builds and checks it: hundreds a second at 32 ranks,
+where a dict a line cost most of a line's handling.
+
+Encoded, a record has its `kind` first, then every field to `attempt` (null where None), and
+the later ones only where set: they are UNSET where a line printed none of them (most lines).
+Decoded, a line missing one of the earlier fields takes its default, as the per-line reader
+does; a line with a value of another type is not a step record here (the bulk reader leaves
+it to the per-line path, which says what is wrong with it).
+"""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class StepRecord(msgspec.Struct, tag_field="kind", tag="step", gc=False):
+    """One step of one rank."""
+
+    t: float
+    step: int
+    rank: int = 0
+    samples: float | None = None
+    loss: float | None = None
+    dt: float | None = None
+    phases: dict[str, float] | None = None
+    """Seconds per phase (the automatic probe's `data` and `step`, probe.step's own)."""
+    src: str | None = None
+    """Who timed it: `probe`, `auto` or `log` (session/stepprecedence.py)."""
+    attempt: int = 0
+    samples_from: str | UnsetType = UNSET
+    """Where a log step's samples came from: `line` (printed) or `throughput` (rate x time)."""
+    throughput: float | UnsetType = UNSET
+    """What a log line printed beyond the step: samples/s, a running total, the job's batch."""
+    samples_total: float | UnsetType = UNSET
+    global_batch: float | UnsetType = UNSET
+    after_step: int | UnsetType = UNSET
+    """A placed log line's: the automatic probe's step of its rank it was printed after (its
+    loss goes on that step)."""
+    out: tuple[int, int, int] | UnsetType | None = UNSET
+    """The automatic probe's: where the rank's stdout stood when the step was done, as
+    [device, inode, offset] (supervisor/stepoffsets.py places log lines by it). Decoded as
+    tuples by msgspec: kept as JSON text and decoded by the stall watch in one call a read
+    cost it 5,300 instructions a record more (tests/bench/bench_poll_work.py, `placed`)."""
+    err: tuple[int, int, int] | UnsetType | None = UNSET
+
+
+STEP_RECORD_FIELDS = ("t", "step", "rank", "samples", "loss", "dt", "phases", "src", "attempt",
+                      "samples_from")
+"""The fields _steprecords.c gives a StepRecord, by position, in this order (the last only
+where the line printed its samples): checked against the struct's at import by the step
+recorder."""
+
+decode_step = msgspec.json.Decoder(StepRecord).decode
+decode_steps = msgspec.json.Decoder(StepRecord).decode_lines
+"""A step record, or each line's (raises msgspec.DecodeError, or its ValidationError, on a
+line that is not one: another kind, a value of another type)."""
+encode_steps = msgspec.json.Encoder().encode_lines
