@@ -8,6 +8,7 @@ TensorBoard's scalars are written as step records of their own (with the learnin
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -20,7 +21,7 @@ from typing import Any
 
 from neurotui import __version__
 from neurotui.importing import sources, timing
-from neurotui.importing.logs import ImportProblem, TimedPart, time_part
+from neurotui.importing.logs import PARSE_BATCH, ImportProblem, TimedPart, time_part
 from neurotui.importing.tensorboard import TensorBoardRun, read_run
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
@@ -76,8 +77,9 @@ def import_run(root: Path, paths: list[Path], options: ImportOptions,
     parser = StepLineParser.default()
     parts, problems = [], []
     for part in found.logs:
-        try:
-            parts.append(time_part(part, parser, options.started))
+        try:  # one log alone: its lines to the recorder whole, where their stamps allow
+            parts.append(time_part(part, parser, options.started,
+                                   whole=len(found.logs) == 1))
         except ImportProblem as exc:
             problems.append(str(exc))
     if not parts:
@@ -115,7 +117,9 @@ def _build(root: Path, resolved: list[Path], options: ImportOptions, argv: list[
             times = [wall for _, wall, *_ in tensorboard_run.steps]
         else:
             assert parts is not None
-            times = [t for part in parts for t, _, _ in part.entries]
+            times = [t for part in parts for t in (
+                part.stamped if part.stamped is not None else
+                [t for t, _, _ in part.entries])]
         started, ended = min(times), max(times)
         name = options.name or _default_name(resolved)
         session_dir = new_session_folder(beside, name, started)
@@ -127,7 +131,8 @@ def _build(root: Path, resolved: list[Path], options: ImportOptions, argv: list[
             imported, said = _write_logs(session_dir, writer, parts, parser)
         writer.flush(final=True)
         imported = {"sources": [str(p) for p in resolved], "kind": kind,
-                    "imported_at": time.time(), **imported}
+                    "imported_at": time.time(),
+                    "samples_per_step": options.samples_per_step, **imported}
         price = _price(options)
         said.append(f"price: {price['note']}")
         attempts = 1 + max((p.attempt for p in parts or ()), default=0)
@@ -138,7 +143,10 @@ def _build(root: Path, resolved: list[Path], options: ImportOptions, argv: list[
             versions={"python": None, "torch": None, "torch_xla": None, "torch_neuronx": None,
                       "neuronx_cc": None, "neurotui": __version__},
             instance=price["instance"], price=price["price"],
-            config={"samples_per_step": options.samples_per_step},
+            # The reader shares --samples-per-step among a log's ranks; TensorBoard's steps
+            # carry theirs (one rank).
+            config={"samples_per_step": None if tensorboard_run is not None
+                    else options.samples_per_step},
             imported=imported)
         meta = update_meta(session_dir, ended_at=ended, exit={
             "code": None, "signal": None, "reason": "ended", "attempts": attempts})
@@ -172,6 +180,13 @@ def _write_logs(session_dir: Path, writer: EventWriter, parts: list[TimedPart],
     """Every part's lines through a step recorder of its own (its rank's state), in time
     order across parts; each log's text kept in logs/ for replay's log panel."""
     recorders = [StepRecorder(writer, parser, attempt=part.attempt) for part in parts]
+    for recorder, part in zip(recorders, parts, strict=True):
+        if part.stamped is not None and part.lines is not None:
+            for at in range(0, len(part.lines), PARSE_BATCH):
+                recorder.record([(part.lines[at:at + PARSE_BATCH],
+                                  part.stamped[at:at + PARSE_BATCH], part.rank, False)])
+                writer.flush()
+            part.steps = recorder.steps_written
     merged = [(t, index, record, line) for index, part in enumerate(parts)
               for t, record, line in part.entries]
     merged.sort(key=itemgetter(0))
@@ -205,7 +220,7 @@ def _keep_log(session_dir: Path, part: TimedPart) -> None:
     target = session_dir / layout.LOGS_DIR / f"rank-{part.rank or 0}.log"
     if part.kind == sources.CLOUDWATCH:
         with open(target, "a", encoding="utf-8") as f:
-            f.writelines(f"{line}\n" for _, _, line in part.entries)
+            f.writelines(f"{line}\n" for line in part.lines or ())
         return
     with open(part.source, "rb") as src, open(target, "ab") as dst:
         shutil.copyfileobj(src, dst)
@@ -213,23 +228,36 @@ def _keep_log(session_dir: Path, part: TimedPart) -> None:
 
 def _write_tensorboard(writer: EventWriter, run: TensorBoardRun,
                        options: ImportOptions) -> tuple[dict[str, Any], list[str]]:
-    """A step record per step of the loss tag (or the most-logged one), at its wall time;
-    samples from a logged throughput over the step's time where no --samples-per-step says."""
+    """A step record per step of the loss tag (or the most-logged one), at its wall time, of
+    rank 0 (a TensorBoard run is written by one process): its samples --samples-per-step's
+    (as the reader would share them out: one rank has them all), else a logged throughput
+    over the step's time."""
     previous: tuple[int, float] | None = None
     written = 0
+    per_step = options.samples_per_step
+    isfinite = math.isfinite
     for step, wall, loss, lr, rate in run.steps:
         extra: dict[str, Any] = {}
-        samples = None
+        samples = per_step
+        if per_step is not None:
+            extra["samples_from"] = "samples_per_step"
         if rate is not None:
             extra["throughput"] = rate
-            if options.samples_per_step is None and previous is not None and \
-                    step > previous[0] and wall > previous[1]:
+            if per_step is None and previous is not None and step > previous[0] and \
+                    wall > previous[1]:
                 samples = rate * (wall - previous[1]) / (step - previous[0])
                 extra["samples_from"] = "throughput"
         if lr is not None:
             extra["lr"] = lr
-        writer.write("step", t=wall, rank=0, step=step, samples=samples, loss=loss, dt=None,
-                     phases=None, src="log", attempt=0, **extra)
+        if isfinite(wall) and (loss is None or isfinite(loss)) and \
+                (samples is None or isfinite(samples)) and \
+                all(isfinite(v) for v in extra.values() if isinstance(v, float)):
+            # Plain values: msgspec's encoding, a tenth of the json module's.
+            writer.write_plain("step", wall, rank=0, step=step, samples=samples, loss=loss,
+                               dt=None, phases=None, src="log", attempt=0, **extra)
+        else:  # a NaN loss: null, named in `nonfinite` (FORMAT.md)
+            writer.write("step", t=wall, rank=0, step=step, samples=samples, loss=loss,
+                         dt=None, phases=None, src="log", attempt=0, **extra)
         previous = (step, wall)
         written += 1
         if written % FLUSH_EVERY == 0:

@@ -17,6 +17,8 @@ from pathlib import Path
 from neurotui.importing import timing
 from neurotui.sources.steplog import CompileLine, StepLineParser, StepValues
 
+CLOUDWATCH_RESOLUTION_S = 0.001
+"""CloudWatch keeps each event's time in whole milliseconds."""
 PARSE_BATCH = 20_000
 """Lines parsed in one call (parse_values_many learns a shape once per batch)."""
 
@@ -53,6 +55,10 @@ class TimedPart:
     steps: int
     entries: list[tuple[float, StepValues | CompileLine, str]] = field(repr=False)
     notes: list[str] = field(default_factory=list)
+    stamped: list[float] | None = field(default=None, repr=False)
+    """Where set (the short way: time_part's `whole`), `entries` is empty: every line of the
+    log is recorded with its stamp here, in the step recorder's batches (`lines`)."""
+    lines: list[str] | None = field(default=None, repr=False)
 
 
 def read_text_lines(path: Path) -> list[str]:
@@ -125,9 +131,26 @@ def read_json_events(path: Path) -> object | None:
     return events or None
 
 
-def time_part(part: LogPart, parser: StepLineParser, started: float | None) -> TimedPart:
+SAMPLE_LINES = 5_000
+"""Lines parsed first, to know how the log is timed before the rest is read."""
+
+
+def time_part(part: LogPart, parser: StepLineParser, started: float | None, *,
+              whole: bool = False) -> TimedPart:
     """`part`'s step and compile lines with their times (timing.py's order), or
-    ImportProblem where it holds none."""
+    ImportProblem where it holds none. `whole`: where each line's stamp is its time as it
+    stands (fine enough for the steps' times: no span needed), the lines are handed to the
+    step recorder whole with their stamps (the supervisor's way for a batch of lines: a
+    shape's lines read at once, or in C) rather than parsed here one by one."""
+    if whole and (short := _stamped_whole(part, parser)) is not None:
+        return short
+    timed = _time_lines(part, parser, started)
+    timed.lines = part.lines
+    return timed
+
+
+def _time_lines(part: LogPart, parser: StepLineParser, started: float | None) -> TimedPart:
+    """time_part's long way: every line parsed here, its time found, then recorded."""
     records = []
     for at in range(0, len(part.lines), PARSE_BATCH):
         records.extend(parser.parse_values_many(part.lines[at:at + PARSE_BATCH]))
@@ -139,10 +162,10 @@ def time_part(part: LogPart, parser: StepLineParser, started: float | None) -> T
     if part.times is not None:
         times = [part.times[i] for i in found]
         return _timed(part, records, found, times, timing.CLOUDWATCH_TIMESTAMP,
-                      timing.resolution_of([part.times[i] for i in steps_at]), steps_at)
-    year = datetime.fromtimestamp(started if started is not None else
-                                  part.mtime or 0.0).year
-    stamps = {i: timing.line_stamp(part.lines[i], year) for i in found}
+                      CLOUDWATCH_RESOLUTION_S, steps_at)
+    stamp = timing.Stamps(datetime.fromtimestamp(started if started is not None else
+                                                 part.mtime or 0.0).year)
+    stamps = {i: stamp(part.lines[i]) for i in found}
     stamped = [stamps[i] for i in steps_at if stamps[i] is not None]
     if len(stamped) * 2 >= len(steps_at):
         times, last = [], None
@@ -151,8 +174,43 @@ def time_part(part: LogPart, parser: StepLineParser, started: float | None) -> T
             last = stamps[i] if stamps[i] is not None else (last if last is not None else first)
             times.append(last)
         return _timed(part, records, found, times, timing.PRINTED_DATE,
-                      timing.resolution_of(stamped), steps_at)
+                      stamp.resolution(stamped), steps_at)
     return _by_step_times(part, records, found, steps_at, started)
+
+
+def _stamped_whole(part: LogPart, parser: StepLineParser) -> TimedPart | None:
+    """The short way, where a sample's step lines say the log is timed by stamps (printed,
+    or the export's) fine enough for its steps; else None."""
+    sample = part.lines[:SAMPLE_LINES]
+    parsed = parser.parse_values_many(sample)
+    steps_at = [i for i, record in enumerate(parsed) if record.__class__ is StepValues]
+    if len(steps_at) < 2:
+        return None
+    year = datetime.fromtimestamp(part.mtime or 0.0).year
+    stamp = timing.Stamps(year)
+    if part.times is not None:
+        stamps: list[float | None] = list(part.times)
+        times_from = timing.CLOUDWATCH_TIMESTAMP
+    else:
+        stamps = [stamp(line) for line in part.lines]
+        times_from = timing.PRINTED_DATE
+    stamped_at = [i for i in steps_at if stamps[i] is not None]
+    if len(stamped_at) * 2 < len(steps_at):
+        return None  # few stamps: the long way says how else it is timed
+    sampled: list[float] = [stamps[i] for i in stamped_at]  # type: ignore[misc]
+    resolution = CLOUDWATCH_RESOLUTION_S if part.times is not None else \
+        stamp.resolution(sampled)
+    numbers = _step_numbers([parsed[i] for i in stamped_at])  # type: ignore[misc]
+    if timing.span_steps(sampled, numbers, resolution) > 1:
+        return None  # stamps coarse for these steps: spans, the long way
+    first = next(s for s in stamps if s is not None)
+    last = first
+    filled: list[float] = []
+    for value in stamps:  # a line without a stamp: the time of the stamp before it
+        last = value if value is not None else last
+        filled.append(last)
+    return TimedPart(part.source, part.kind, part.rank, part.attempt, times_from, resolution,
+                     None, 0, [], [], stamped=filled, lines=part.lines)
 
 
 def _timed(part: LogPart, records: list, found: list[int], times: list[float],

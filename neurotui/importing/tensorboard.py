@@ -31,6 +31,7 @@ THROUGHPUT_TAGS = ("train/samples_per_second", "samples_per_second", "throughput
                    "throughput/samples_per_sec")
 _NOT_TRAINING = ("val", "eval", "test", "valid")
 _HEADER = struct.Struct("<QI")
+_CRC = struct.Struct("<I")
 
 
 def is_event_file(path: Path) -> bool:
@@ -83,17 +84,12 @@ def _modules() -> tuple[Any, Any, Any]:
     return event_pb2, tensor_util, google_crc32c
 
 
-def _masked_crc(data: bytes, crc32c: Any) -> int:
-    crc = crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
 def read_scalars(files: list[Path]) -> tuple[dict[str, Scalars], int]:
     """Every scalar of `files` by tag, and how many records were skipped (a bad CRC, a
     record cut short where a run was killed mid-write: the rest of that file)."""
     event_pb2, tensor_util, crc32c = _modules()
-    from_string = event_pb2.Event.FromString
-    unpack_header, mask = _HEADER.unpack_from, _masked_crc
+    from_string, crc = event_pb2.Event.FromString, crc32c.value
+    unpack_header, unpack_crc = _HEADER.unpack_from, _CRC.unpack_from
     by_tag: dict[str, Scalars] = {}
     skipped = 0
     for path in files:
@@ -104,16 +100,22 @@ def read_scalars(files: list[Path]) -> tuple[dict[str, Scalars], int]:
         at, size = 0, len(data)
         while at + 12 <= size:
             length, length_crc = unpack_header(data, at)
-            end = at + 12 + length + 4
-            if end > size or mask(data[at:at + 8], crc32c) != length_crc:
+            start = at + 12
+            end = start + length + 4
+            # TFRecord's masked CRC-32C (rotated right by 15, plus a constant), inline: a
+            # call each cost a sixth of an event's read.
+            value = crc(data[at:at + 8])
+            if end > size or \
+                    (((value >> 15) | (value << 17)) + 0xA282EAD8) & 0xFFFFFFFF != length_crc:
                 skipped += 1
                 break
-            record = data[at + 12:at + 12 + length]
-            if mask(record, crc32c) != int.from_bytes(data[end - 4:end], "little"):
-                skipped += 1
-                at = end
-                continue
+            record = data[start:end - 4]
+            value = crc(record)
             at = end
+            if (((value >> 15) | (value << 17)) + 0xA282EAD8) & 0xFFFFFFFF != \
+                    unpack_crc(data, end - 4)[0]:
+                skipped += 1
+                continue
             try:
                 event = from_string(record)
             except Exception:  # a record that is no Event: counted, the rest still read
@@ -123,18 +125,18 @@ def read_scalars(files: list[Path]) -> tuple[dict[str, Scalars], int]:
                 continue
             wall, step = event.wall_time, event.step
             for value in event.summary.value:
-                kind = value.WhichOneof("value")
-                if kind == "simple_value":
+                if value.HasField("simple_value"):
                     number = value.simple_value
-                elif kind == "tensor":
+                elif value.HasField("tensor"):
                     number = _tensor_scalar(value.tensor, tensor_util)
                     if number is None:
                         continue
                 else:
                     continue
-                scalars = by_tag.get(value.tag)
+                tag = value.tag
+                scalars = by_tag.get(tag)
                 if scalars is None:
-                    scalars = by_tag[value.tag] = Scalars()
+                    scalars = by_tag[tag] = Scalars()
                 scalars.points.append((wall, step, number))
     return by_tag, skipped
 

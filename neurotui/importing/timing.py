@@ -62,6 +62,47 @@ def line_stamp(line: str, year: int) -> float | None:
         return None
 
 
+_ISO_HEAD_RE = re.compile(
+    r"\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?(?![\dZ+\-.,])")
+
+
+class Stamps:
+    """line_stamp for every line of a log, with its date and time to the second read once
+    per second of the run: an ISO stamp without a zone at the line's start (Python logging's
+    `2024-05-01 12:00:03,123`), read by the parser's rule for its head and its fraction added
+    here; any other line goes to line_stamp. A million lines' stamps in about a second."""
+
+    def __init__(self, year: int) -> None:
+        self.year = year
+        self._seconds: dict[str, float | None] = {}
+        self.fraction_digits = 0
+        """The most digits of a second printed (3: milliseconds), read the short way."""
+
+    def resolution(self, stamps: list[float]) -> float:
+        """How finely the stamps were printed: by the digits of a second printed where the
+        short way read them (a run whose steps fall on round times is still printed to
+        the millisecond), else by the stamps themselves (resolution_of)."""
+        if self.fraction_digits:
+            return 10.0 ** -self.fraction_digits
+        return resolution_of(stamps)
+
+    def __call__(self, line: str) -> float | None:
+        if line[:1].isdigit() or line[:1] == "[":
+            m = _ISO_HEAD_RE.match(line)
+            if m is not None:
+                head, fraction = m.groups()
+                seconds = self._seconds.get(head, -1.0)
+                if seconds == -1.0:
+                    seconds = self._seconds[head] = _printed_time(head)
+                if seconds is not None:
+                    if not fraction:
+                        return seconds
+                    if len(fraction) > self.fraction_digits:
+                        self.fraction_digits = len(fraction)
+                    return seconds + int(fraction) / 10 ** len(fraction)
+        return line_stamp(line, self.year)
+
+
 def resolution_of(stamps: list[float]) -> float:
     """The finest a run of printed stamps can say: 1 s where none has a fraction of a second,
     else the finest decimal place any has (at least a microsecond)."""

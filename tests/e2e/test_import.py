@@ -136,7 +136,7 @@ def test_cloudwatch_export_takes_each_event_time(sessions: Path, tmp_path: Path)
     session = imported(sessions, str(export))
     info = meta(session)["imported"]
     assert (info["kind"], info["times"], info["resolution_s"]) == (
-        "cloudwatch", "cloudwatch timestamp", pytest.approx(0.01))
+        "cloudwatch", "cloudwatch timestamp", 0.001)
     [row] = compare_json(sessions, session.name)
     assert row["step_time_median_s"] == pytest.approx(0.75)
 
