@@ -242,3 +242,18 @@ def test_the_same_run_is_not_imported_twice_unless_forced(sessions: Path,
     assert again.returncode == 2 and f"already imported as {first.name}" in again.stderr
     second = imported(sessions, str(log), "--force")
     assert second != first and meta(second)["id"] == second.name
+
+
+def test_without_tensorboard_the_message_names_the_extra(sessions: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    tensorboard_run(tmp_path / "tb", steps=5)
+    # The real program, in a Python where TensorBoard cannot be imported.
+    code = ("import sys; sys.modules['tensorboard'] = None; from neurotui.cli import main; "
+            f"sys.exit(main(['--sessions-dir', {str(sessions)!r}, 'import', "
+            f"{str(tmp_path / 'tb')!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert done.returncode == 2
+    assert "pip install 'neurotui[import]'" in done.stderr
+    assert list(sessions.iterdir()) == []
