@@ -257,3 +257,17 @@ def test_without_tensorboard_the_message_names_the_extra(sessions: Path, tmp_pat
     assert done.returncode == 2
     assert "pip install 'neurotui[import]'" in done.stderr
     assert list(sessions.iterdir()) == []
+
+
+def test_a_diverged_loss_is_kept_as_nan(sessions: Path, tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for step in range(1, 6):
+        writer.add_scalar("loss", float("nan") if step == 3 else 1.0, step, walltime=10.0 + step)
+    writer.close()
+    session = imported(sessions, str(tmp_path / "tb"))
+    steps = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5]
+    assert steps[2]["loss"] is None and steps[2]["nonfinite"] == {"loss": "nan"}
+    assert steps[3]["loss"] == 1.0 and "nonfinite" not in steps[3]
