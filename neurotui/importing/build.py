@@ -187,10 +187,12 @@ def _write_logs(session_dir: Path, writer: EventWriter, parts: list[TimedPart],
             # Each line at its stamp, through the recorder's one-line door (record_line:
             # the supervisor's batch door changes with its followers' needs).
             record_line, rank = recorder.record_line, part.rank
+            read = part.bodies if part.bodies is not None else part.lines
             for at in range(0, len(part.lines), PARSE_BATCH):
                 lines = part.lines[at:at + PARSE_BATCH]
-                for record, line, t in zip(parser.parse_values_many(lines), lines,
-                                           part.stamped[at:at + PARSE_BATCH], strict=True):
+                for record, line, t in zip(parser.parse_values_many(read[at:at + PARSE_BATCH]),
+                                           lines, part.stamped[at:at + PARSE_BATCH],
+                                           strict=True):
                     if record is not None:
                         record_line(record, rank, line, t)
                 writer.flush()

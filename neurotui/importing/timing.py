@@ -77,6 +77,8 @@ class Stamps:
         self._seconds: dict[str, float | None] = {}
         self.fraction_digits = 0
         """The most digits of a second printed (3: milliseconds), read the short way."""
+        self.head_end = 0
+        """Where the last line's stamp read the short way ended (0: not read so)."""
 
     def resolution(self, stamps: list[float]) -> float:
         """How finely the stamps were printed: by the digits of a second printed where the
@@ -87,6 +89,7 @@ class Stamps:
         return resolution_of(stamps)
 
     def __call__(self, line: str) -> float | None:
+        self.head_end = 0
         if line[:1].isdigit() or line[:1] == "[":
             m = _ISO_HEAD_RE.match(line)
             if m is not None:
@@ -95,6 +98,7 @@ class Stamps:
                 if seconds == -1.0:
                     seconds = self._seconds[head] = _printed_time(head)
                 if seconds is not None:
+                    self.head_end = m.end()
                     if not fraction:
                         return seconds
                     if len(fraction) > self.fraction_digits:

@@ -271,3 +271,24 @@ def test_a_diverged_loss_is_kept_as_nan(sessions: Path, tmp_path: Path) -> None:
     assert [s["step"] for s in steps] == [1, 2, 3, 4, 5]
     assert steps[2]["loss"] is None and steps[2]["nonfinite"] == {"loss": "nan"}
     assert steps[3]["loss"] == 1.0 and "nonfinite" not in steps[3]
+
+
+def test_logging_stamps_to_the_millisecond_and_ranks_after_them(sessions: Path,
+                                                                 tmp_path: Path) -> None:
+    """Python logging's dates (read the short way) and a launcher's rank after them: each
+    rank's steps, at its stamps."""
+    log = tmp_path / "train.log"
+    lines = []
+    for step in range(1, 61):
+        for rank in (0, 1):
+            at = time.localtime(1_714_564_800 + step // 4)
+            lines.append(f"{time.strftime('%Y-%m-%d %H:%M:%S', at)},{(step % 4) * 250:03d} "
+                         f"[rank{rank}]: step {step} loss {2 / step:.4f}")
+    log.write_text("\n".join(lines) + "\n")
+    session = imported(sessions, str(log), "--samples-per-step", "32")
+    steps = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    assert [sum(s["rank"] == r for s in steps) for r in (0, 1)] == [60, 60]
+    assert meta(session)["imported"]["resolution_s"] == 0.001
+    [row] = compare_json(sessions, session.name)
+    assert row["step_time_median_s"] == pytest.approx(0.25)
+    assert row["samples_per_s"] == pytest.approx(128)
