@@ -5,6 +5,9 @@ scalar a step with its wall time; the log a step line a line, as Python's loggin
 with a millisecond date), then runs the real program on each as a new process, `--repeats`
 times, and prints the wall time of each (median and range), with the time TensorBoard's own
 EventAccumulator takes to read the same folder beside it (the reader `import` does not use).
+The log is imported with and without --samples-per-step: with it, the session's reader (the
+summary the import leaves in meta.json) reads the records one by one, to share the batch out
+among the ranks.
 
     .venv/bin/python tests/bench/bench_import.py [--steps 1000000] [--repeats 3] [--dir D]
 """
@@ -42,11 +45,11 @@ def make_log(path: Path, steps: int) -> None:
                     f"loss {4.0 / step:.5f}\n")
 
 
-def timed_import(path: Path, sessions: Path) -> float:
+def timed_import(path: Path, sessions: Path, *options: str) -> float:
     shutil.rmtree(sessions, ignore_errors=True)
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "neurotui", "--sessions-dir", str(sessions),
-                           "import", str(path), "--samples-per-step", "64"],
+                           "import", str(path), *options],
                           capture_output=True, text=True, cwd=REPO)
     took = time.perf_counter() - began
     if done.returncode != 0:
@@ -80,9 +83,12 @@ def main() -> None:
         print(f"made {tensorboard} in {time.perf_counter() - began:.1f} s")
     if not log.exists():
         make_log(log, args.steps)
-    for what, path in (("tensorboard", tensorboard), ("log", log)):
-        times = [timed_import(path, work / "sessions") for _ in range(args.repeats)]
-        print(f"import {what} {args.steps:,} steps: median {statistics.median(times):.2f} s "
+    per_step = ("--samples-per-step", "64")
+    for what, path, options in (("tensorboard --samples-per-step 64", tensorboard, per_step),
+                                ("log", log, ()),
+                                ("log --samples-per-step 64", log, per_step)):
+        times = [timed_import(path, work / "sessions", *options) for _ in range(args.repeats)]
+        print(f"import {what}, {args.steps:,} steps: median {statistics.median(times):.2f} s "
               f"(range {min(times):.2f}-{max(times):.2f}) over {args.repeats}")
     print(f"TensorBoard's EventAccumulator reading the same folder: "
           f"{accumulator_read(tensorboard):.2f} s")
