@@ -179,9 +179,14 @@ def _price(options: ImportOptions) -> dict[str, Any]:
 
 def _write_logs(session_dir: Path, writer: EventWriter, parts: list[TimedPart],
                 parser: StepLineParser) -> tuple[dict[str, Any], list[str]]:
-    """Every part's lines through a step recorder of its own (its rank's state), in time
-    order across parts; each log's text kept in logs/ for replay's log panel."""
-    recorders = [StepRecorder(writer, parser, attempt=part.attempt) for part in parts]
+    """Every part's lines through the step recorder of its rank and attempt (a torchrun
+    rank's stdout and stderr share one: a step both print is recorded once), in time order
+    across parts; each log's text kept in logs/ for replay's log panel."""
+    by_rank: dict[tuple[int | None, int], StepRecorder] = {}
+    for part in parts:
+        if (part.rank, part.attempt) not in by_rank:
+            by_rank[part.rank, part.attempt] = StepRecorder(writer, parser, attempt=part.attempt)
+    recorders = [by_rank[part.rank, part.attempt] for part in parts]
     for recorder, part in zip(recorders, parts, strict=True):
         if part.stamped is not None and part.lines is not None:
             # Each line at its stamp, through the recorder's one-line door (record_line:
@@ -206,8 +211,8 @@ def _write_logs(session_dir: Path, writer: EventWriter, parts: list[TimedPart],
             writer.flush()
     for part in parts:
         _keep_log(session_dir, part)
-    steps = sum(r.steps_written for r in recorders)
-    ranks = sorted({rank for r in recorders for rank in r.step_counters})
+    steps = sum(r.steps_written for r in by_rank.values())
+    ranks = sorted({rank for r in by_rank.values() for rank in r.step_counters})
     main = max(parts, key=lambda p: p.steps)
     said = [f"{steps:,} steps of {len(ranks)} rank{'s' if len(ranks) != 1 else ''} "
             f"from {len(parts)} log{'s' if len(parts) != 1 else ''}",

@@ -292,3 +292,28 @@ def test_logging_stamps_to_the_millisecond_and_ranks_after_them(sessions: Path,
     [row] = compare_json(sessions, session.name)
     assert row["step_time_median_s"] == pytest.approx(0.25)
     assert row["samples_per_s"] == pytest.approx(128)
+
+
+def test_a_torchrun_folder_with_a_restart_and_both_streams(sessions: Path,
+                                                            tmp_path: Path) -> None:
+    """torchrun's layout: a rank's step lines in both stdout and stderr (a logger on both)
+    are its steps once; a restart's attempt_1 is kept as attempt 1."""
+    def lines(first: int, last: int, start: float) -> str:
+        return "".join(
+            f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(start + i // 2))},"
+            f"{(i % 2) * 500:03d} step {i} loss {1 / i:.4f}\n" for i in range(first, last + 1))
+
+    run = tmp_path / "logs" / "4b1c_x9"
+    for attempt, (first, last, start) in enumerate([(1, 40, 1.7e9), (31, 80, 1.7e9 + 100)]):
+        for rank in (0, 1):
+            folder = run / f"attempt_{attempt}" / str(rank)
+            folder.mkdir(parents=True)
+            (folder / "stdout.log").write_text(lines(first, last, start))
+            (folder / "stderr.log").write_text(lines(first, last, start) if rank == 0 else "")
+    session = imported(sessions, str(tmp_path / "logs"))
+    steps = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    counted = {(s["rank"], s["attempt"]): 0 for s in steps}
+    for s in steps:
+        counted[s["rank"], s["attempt"]] += 1
+    assert counted == {(0, 0): 40, (1, 0): 40, (0, 1): 50, (1, 1): 50}
+    assert meta(session)["exit"]["attempts"] == 2
