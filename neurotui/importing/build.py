@@ -126,12 +126,18 @@ def _build(root: Path, resolved: list[Path], options: ImportOptions, argv: list[
         name = options.name or _default_name(resolved)
         session_dir = new_session_folder(beside, name, started)
         writer = EventWriter(session_dir / layout.EVENTS)
-        if tensorboard_run is not None:
-            imported, said = _write_tensorboard(writer, tensorboard_run, options)
-        else:
-            assert parts is not None and parser is not None
-            imported, said = _write_logs(session_dir, writer, parts, parser)
-        writer.flush(final=True)
+        try:
+            if tensorboard_run is not None:
+                imported, said = _write_tensorboard(writer, tensorboard_run, options)
+            else:
+                assert parts is not None and parser is not None
+                imported, said = _write_logs(session_dir, writer, parts, parser)
+            writer.flush(final=True)
+        finally:
+            writer.close()
+        if writer.failed_writes:  # the writer drops rather than fails: a run must not stop
+            raise ImportProblem(f"could not write {writer.failed_writes:,} records into "
+                                f"{root} (a full disk?)")
         imported = {"sources": [str(p) for p in resolved], "kind": kind,
                     "imported_at": time.time(),
                     "samples_per_step": options.samples_per_step, **imported}

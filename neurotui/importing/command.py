@@ -64,6 +64,9 @@ def run(args: argparse.Namespace, root: Path) -> int:
     except ImportProblem as exc:
         print(f"neurotui: nothing imported: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the sessions folder: not writable, a full disk
+        print(f"neurotui: nothing imported: {exc}", file=sys.stderr)
+        return 2
     except MemoryError:
         print("neurotui: nothing imported: out of memory reading the run", file=sys.stderr)
         return 2

@@ -317,3 +317,13 @@ def test_a_torchrun_folder_with_a_restart_and_both_streams(sessions: Path,
         counted[s["rank"], s["attempt"]] += 1
     assert counted == {(0, 0): 40, (1, 0): 40, (0, 1): 50, (1, 1): 50}
     assert meta(session)["exit"]["attempts"] == 2
+
+
+def test_a_sessions_folder_that_cannot_be_written_says_so(tmp_path: Path) -> None:
+    log = tmp_path / "bert.log"
+    retimed_neuronx_log(log, steps=30)
+    not_a_folder = tmp_path / "blocked"
+    not_a_folder.write_text("a file where the sessions folder should be\n")
+    result = run_cli(not_a_folder, "import", str(log))
+    assert result.returncode == 2 and "nothing imported" in result.stderr
+    assert "Traceback" not in result.stderr
