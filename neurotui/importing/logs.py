@@ -141,10 +141,10 @@ SAMPLE_LINES = 5_000
 def time_part(part: LogPart, parser: StepLineParser, started: float | None, *,
               whole: bool = False) -> TimedPart:
     """`part`'s step and compile lines with their times (timing.py's order), or
-    ImportProblem where it holds none. `whole`: where each line's stamp is its time as it
-    stands (fine enough for the steps' times: no span needed), the lines are handed to the
-    step recorder whole with their stamps (the supervisor's way for a batch of lines: a
-    shape's lines read at once, or in C) rather than parsed here one by one."""
+    ImportProblem where it holds none. `whole` (a log imported alone): where each line's
+    stamp is its time as it stands (fine enough for the steps' times: no span needed), only
+    the stamps are read here, and the lines are parsed as they are recorded (build.py), once
+    and without the stamps where the parser reads them the same (TimedPart.bodies)."""
     if whole and (short := _stamped_whole(part, parser)) is not None:
         return short
     timed = _time_lines(part, parser, started)
