@@ -89,7 +89,11 @@ def import_run(root: Path, paths: list[Path], options: ImportOptions,
             f" (and {len(problems) - 4} more)" if len(problems) > 4 else "") +
             ". Tried the built-in step formats: `neurotui patterns FILE` shows what is read "
             "of a log, and what is not")
-    return _build(root, resolved, options, argv, kind, parts=parts, parser=parser)
+    imported = _build(root, resolved, options, argv, kind, parts=parts, parser=parser)
+    if problems:  # logs of the run that hold no step (a torchrun rank's stderr, mostly)
+        imported.said.append(f"{len(problems)} log(s) with no step line: "
+                             + "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else ""))
+    return imported
 
 
 def _kind(kinds: dict[str, str]) -> str:

@@ -327,3 +327,18 @@ def test_a_sessions_folder_that_cannot_be_written_says_so(tmp_path: Path) -> Non
     result = run_cli(not_a_folder, "import", str(log))
     assert result.returncode == 2 and "nothing imported" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_several_logs_are_the_ranks_of_one_run(sessions: Path, tmp_path: Path) -> None:
+    for rank in (0, 1, 2):
+        (tmp_path / f"worker-rank{rank}.log").write_text("".join(
+            f"2024-05-01 12:00:{i:02d},{rank * 100:03d} step {i} loss {1 / i:.3f}\n"
+            for i in range(1, 41)))
+    (tmp_path / "notes.txt").write_text("downloading dataset\n")
+    result = run_cli(sessions, "import", *(str(tmp_path / f"worker-rank{r}.log")
+                                           for r in (2, 0, 1)), str(tmp_path / "notes.txt"))
+    assert result.returncode == 0, result.stderr
+    assert "120 steps of 3 ranks from 3 logs" in result.stdout
+    assert "1 log(s) with no step line" in result.stdout and "notes.txt" in result.stdout
+    [row] = compare_json(sessions, only_session(sessions).name)
+    assert row["cores_used"] == 3 and row["step_time_median_s"] == pytest.approx(1.0)
