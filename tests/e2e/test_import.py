@@ -8,6 +8,7 @@ replay, compare against a recorded run, and bad input."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -211,6 +212,7 @@ async def test_replay_of_an_imported_session(sessions: Path, tmp_path: Path) -> 
     ("no steps", "no step line recognised"),
     ("folder", "nothing recognised in this folder"),
     ("bad json", "no event holding both `timestamp` and `message`"),
+    ("fifo", "not a regular file"),
 ])
 def test_bad_input_says_why_and_leaves_no_session(sessions: Path, tmp_path: Path, what: str,
                                                   said: str) -> None:
@@ -225,6 +227,8 @@ def test_bad_input_says_why_and_leaves_no_session(sessions: Path, tmp_path: Path
         (target / "b.log").write_text("y\n")
     elif what == "bad json":
         target.write_text(json.dumps({"events": [{"message": "step 1 loss 2"}]}))
+    elif what == "fifo":  # a pipe in a log's place: refused without waiting on it
+        os.mkfifo(target)
     result = run_cli(sessions, "import", str(target))
     assert result.returncode == 2
     assert said in result.stderr and "nothing imported" in result.stderr
