@@ -9,8 +9,6 @@ import pytest
 from neurotui.importing.logs import ImportProblem
 from neurotui.importing.tensorboard import LOSS_TAGS, pick_tag, read_run, read_scalars
 
-pytest.importorskip("tensorboard", reason="the `import` extra (in the test extra)")
-
 
 def written(folder: Path, steps: int = 20) -> Path:
     from torch.utils.tensorboard import SummaryWriter
