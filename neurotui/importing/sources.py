@@ -81,12 +81,6 @@ def _file(path: Path, rank: int | None, kind: str = LOG) -> LogPart:
 def _folder(path: Path, found: Found) -> str:
     events = tensorboard.event_files(path)
     if events:
-        folders = sorted({str(e.parent) for e in events})
-        if len(folders) > 1:  # Lightning's version_0, version_1...: runs of their own
-            raise ImportProblem(
-                f"{path}: TensorBoard event files in {len(folders)} folders, each a run of "
-                f"its own ({', '.join(folders[:3])}{' ...' if len(folders) > 3 else ''}): "
-                "import one folder at a time")
         found.event_files.extend(events)
         return TENSORBOARD
     ranked = []

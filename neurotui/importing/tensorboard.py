@@ -167,7 +167,20 @@ def pick_tag(tags: list[str], named: tuple[str, ...], word: str) -> str | None:
 def read_run(paths: list[Path]) -> TensorBoardRun:
     """The steps of the event files `paths`: one a loss (else most-logged) tag's point, with
     the learning rate and throughput logged at its step."""
-    by_tag, skipped = read_scalars(paths)
+    by_folder: dict[Path, list[Path]] = {}
+    for path in paths:
+        by_folder.setdefault(path.parent, []).append(path)
+    read = {folder: read_scalars(files) for folder, files in by_folder.items()}
+    runs = sorted(str(folder) for folder, (tags, _) in read.items() if tags)
+    if len(runs) > 1:  # Lightning's version_0, version_1...: runs of their own
+        raise ImportProblem(
+            f"TensorBoard scalars in {len(runs)} folders, each a run of its own "
+            f"({', '.join(runs[:3])}{' ...' if len(runs) > 3 else ''}): import one folder "
+            "at a time")
+    # A folder without scalars beside the run's (torch's add_hparams writes one, as HF
+    # Trainer's callback calls it) is no run.
+    by_tag = next((tags for tags, _ in read.values() if tags), {})
+    skipped = sum(count for _, count in read.values())
     if not by_tag:
         raise ImportProblem(f"no scalar in {len(paths)} TensorBoard event file(s) "
                             f"({', '.join(str(p) for p in paths[:3])})")

@@ -58,13 +58,3 @@ def test_an_empty_json_export_says_what_it_lacks(tmp_path: Path) -> None:
     path.write_text(json.dumps({"events": []}))
     with pytest.raises(ImportProblem, match="no event holding both"):
         find([path])
-
-
-def test_tensorboard_runs_side_by_side_are_not_one_run(tmp_path: Path) -> None:
-    for version in ("version_0", "version_1"):
-        (tmp_path / "lightning_logs" / version).mkdir(parents=True)
-        (tmp_path / "lightning_logs" / version / "events.out.tfevents.1.host.1.0").write_bytes(b"")
-    with pytest.raises(ImportProblem, match="in 2 folders, each a run of its own"):
-        find([tmp_path / "lightning_logs"])
-    found = find([tmp_path / "lightning_logs" / "version_1"])
-    assert [p.parent.name for p in found.event_files] == ["version_1"]

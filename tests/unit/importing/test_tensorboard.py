@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from neurotui.importing.logs import ImportProblem
-from neurotui.importing.tensorboard import LOSS_TAGS, pick_tag, read_run, read_scalars
+from neurotui.importing.tensorboard import (
+    LOSS_TAGS,
+    event_files,
+    pick_tag,
+    read_run,
+    read_scalars,
+)
 
 
 def written(folder: Path, steps: int = 20) -> Path:
@@ -77,3 +83,21 @@ def test_no_scalars_says_so(tmp_path: Path) -> None:
     path.write_bytes(b"")
     with pytest.raises(ImportProblem, match="no scalar"):
         read_run([path])
+
+
+def test_runs_side_by_side_are_not_one_run_but_hparams_are_no_run(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    for version in ("version_0", "version_1"):
+        written(tmp_path / "lightning_logs" / version)
+    files = event_files(tmp_path / "lightning_logs")
+    with pytest.raises(ImportProblem, match="in 2 folders, each a run of its own"):
+        read_run(files)
+    hf = tmp_path / "runs" / "Dec06_10-00-00_host"
+    written(hf)
+    writer = SummaryWriter(str(hf))
+    writer.add_hparams({"learning_rate": 1e-3}, {})  # a folder of its own, no scalar
+    writer.close()
+    files = event_files(tmp_path / "runs")
+    assert len({p.parent for p in files}) >= 2
+    assert read_run(files).loss_tag == "train_loss"
