@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 from msgspec import UNSET
 
-from neurotui.session.steprecord import StepRecord
+from neurotui.session.steprecord import StepRecord, decode_phases, phases_of
 
 _MARK, _MARK_SPACED = b'"kind":"step"', b'"kind": "step"'
 """How the writers spell a step line's kind; a line spelt otherwise takes the per-line path."""
@@ -238,11 +238,12 @@ def _columns(records: list[StepRecord], taken: list[int]) -> tuple[DecodedSteps,
         t, step, rank, attempt, samples, loss, dt = _number_columns(records)
     except OverflowError:  # an integer beyond a float: let each line say so
         return empty(), list(taken)
+    phases, phases_ok = _phase_column(records)
     with np.errstate(invalid="ignore"):
         ok = (_within(t, 0.0, MAX_TIME) & _within(step, 0, MAX_STEP)
               & _within(rank, 0, MAX_RANK) & _within(attempt, 0, MAX_RANK)
               & (np.isnan(samples) | _within(samples, 0.0, MAX_SAMPLES))
-              & (np.isnan(dt) | _within(dt, 0.0, MAX_TIME)))
+              & (np.isnan(dt) | _within(dt, 0.0, MAX_TIME)) & phases_ok)
     line = np.asarray(taken, dtype=np.int64)
     if not ok.all():
         rejected += line[~ok].tolist()
@@ -250,11 +251,34 @@ def _columns(records: list[StepRecord], taken: list[int]) -> tuple[DecodedSteps,
         records = [records[i] for i in keep.tolist()]
         line, t, step, rank, attempt, samples, loss, dt = (
             a[keep] for a in (line, t, step, rank, attempt, samples, loss, dt))
+        phases = Same(None, len(keep)) if isinstance(phases, Same) else \
+            [phases[i] for i in keep.tolist()]
     return DecodedSteps(
         line=line, t=t, step=step.astype(np.int64), rank=rank.astype(np.int64),
         attempt=attempt.astype(np.int64), samples=samples, loss=loss, dt=dt,
         src=_objects(records, "src"), samples_from=_objects(records, "samples_from"),
-        phases=_objects(records, "phases"), after_step=_after_steps(records)), rejected
+        phases=phases, after_step=_after_steps(records)), rejected
+
+
+def _phase_column(records: list[StepRecord]) -> tuple[ObjectColumn[dict[str, float] | None],
+                                                       np.ndarray]:
+    """Each record's phases (Same(None) where none has any), and which are an object of
+    numbers or null: one decode for them all, and where one is not, each on its own (that
+    line goes the per-line way, which says what is wrong with it)."""
+    try:
+        values = decode_phases(records)
+    except msgspec.DecodeError:
+        values, ok = [], np.ones(len(records), dtype=bool)
+        for i, record in enumerate(records):
+            try:
+                values.append(phases_of(record))
+            except msgspec.DecodeError:
+                values.append(None)
+                ok[i] = False
+        return values, ok
+    if values.count(None) == len(values):
+        return Same(None, len(values)), np.ones(len(values), dtype=bool)
+    return values, np.ones(len(values), dtype=bool)
 
 
 def _after_steps(records: list[StepRecord]) -> np.ndarray:

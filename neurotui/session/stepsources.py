@@ -28,11 +28,11 @@ from neurotui.session.stepprecedence import AUTO, LOG, PRECEDENCE, PROBE, STEP_S
 __all__ = [
     "AUTO",
     "LOG",
+    "PLACED_LOSS_COLUMNS",
     "PRECEDENCE",
     "PROBE",
     "SOURCE_CODE",
     "STEP_SOURCES",
-    "PlacedLoss",
     "place_losses",
     "purged",
     "put_log_losses",
@@ -81,32 +81,33 @@ def put_log_losses(chunk: Columns, losses: list[tuple[float, int, float]]
     return chunk, [losses[i] for i in unplaced.tolist()]
 
 
-PlacedLoss = tuple[int, int, int, float, float]
-"""A placed log line's loss: (rank, attempt, after_step, loss, t): the automatic probe's step
-of that rank and attempt it goes on, and the line's stamp (that step's time)."""
+PLACED_LOSS_COLUMNS = ("rank", "attempt", "after_step", "loss", "t")
+"""A placed log line's loss, as a row of these columns: the automatic probe's step of that
+rank and attempt it goes on (`after_step`), the loss, and the line's stamp."""
 _GROUP_BITS = 31  # rank and attempt, each below 2**31 (the reader's bounds), in one int64
 
 
-def put_placed_losses(table: Columns, losses: list[PlacedLoss]) -> tuple[Columns, np.ndarray]:
-    """Each placed loss onto the automatic probe's row of its rank, attempt and step, where
-    that row has none (the first of its losses); also the indices of the losses whose row
-    is not in `table`."""
-    if not losses or not len(table):
+def put_placed_losses(table: Columns, losses: Columns) -> tuple[Columns, np.ndarray]:
+    """Each placed loss (PLACED_LOSS_COLUMNS) onto the automatic probe's row of its rank,
+    attempt and step, where that row has none (the first of its losses); also the indices
+    of the losses whose row is not in `table`."""
+    if not len(losses) or not len(table):
         return table, np.arange(len(losses))
-    given = np.array([loss[:3] for loss in losses], dtype=np.int64).reshape(-1, 3)
-    values = np.array([loss[3] for loss in losses], dtype=np.float64)
+    ranks, attempts, wanted_steps = (losses[name].astype(np.int64)
+                                     for name in ("rank", "attempt", "after_step"))
+    values = losses["loss"]
     auto = np.flatnonzero(table["src"] == AUTO)
     auto_group = (table["rank"][auto] << _GROUP_BITS) | table["attempt"][auto]
     auto_of = _by_rank(auto_group)  # (grouped by their (rank, attempt) key)
     row = np.full(len(losses), -1, dtype=np.int64)
-    for key, mine in _by_rank((given[:, 0] << _GROUP_BITS) | given[:, 1]).items():
+    for key, mine in _by_rank((ranks << _GROUP_BITS) | attempts).items():
         if key not in auto_of:
             continue
         rows = auto[auto_of[key]]
         steps = table["step"][rows]
         order = np.argsort(steps, kind="stable")
         rows, steps = rows[order], steps[order]
-        wanted = given[mine, 2]
+        wanted = wanted_steps[mine]
         at = np.minimum(np.searchsorted(steps, wanted), len(steps) - 1)
         found = steps[at] == wanted
         row[mine[found]] = rows[at[found]]

@@ -24,10 +24,10 @@ from neurotui.session.columns import Columns, distinct_ints
 from neurotui.session.stepsources import (
     AUTO,
     LOG,
+    PLACED_LOSS_COLUMNS,
     PRECEDENCE,
     SOURCE_CODE,
     STEP_SOURCES,
-    PlacedLoss,
     place_losses,
     purged,
     put_log_losses,
@@ -205,10 +205,13 @@ class StepTable:
         """(t, rank, loss) of log lines of ranks the automatic probe times: put on its rows."""
         self._late_losses: list[tuple[float, int, float]] = []
         """Of those, the ones whose rows were handed out already (TakenSteps.late_losses)."""
-        self.placed_losses: list[PlacedLoss] = []
+        self._placed: list[Columns] = []
         """Losses of log lines the supervisor placed after an automatic probe step (their
-        records name it): put on that step's row at the next flush, never rows of their own."""
-        self._placed_waiting: list[PlacedLoss] = []
+        records name it: PLACED_LOSS_COLUMNS), as read in bulk: put on that step's row at the
+        next flush, never rows of their own."""
+        self._placed_lines: list[tuple[int, int, int, float, float]] = []
+        """The same, read line by line (a row of PLACED_LOSS_COLUMNS each)."""
+        self._placed_waiting = _no_placed_losses()
         """Of those, the ones whose row was not there at the last flush: looked for once more
         (the probe file may be read after the events), then given up (late, if handed out)."""
         self.samples_per_step = _positive((meta.get("config") or {}).get("samples_per_step"))
@@ -261,11 +264,10 @@ class StepTable:
         placed = (steps.after_step >= 0) & (src == LOG)
         if placed.any():  # the losses of placed log lines, never rows
             keep &= ~placed
-            placed &= np.isfinite(steps.loss)
-            at = np.flatnonzero(placed)
-            self.placed_losses.extend(zip(
-                rank[at].tolist(), steps.attempt[at].tolist(), steps.after_step[at].tolist(),
-                steps.loss[at].tolist(), steps.t[at].tolist(), strict=True))
+            at = np.flatnonzero(placed & np.isfinite(steps.loss))
+            self._placed.append(Columns({
+                "rank": rank[at], "attempt": steps.attempt[at],
+                "after_step": steps.after_step[at], "loss": steps.loss[at], "t": steps.t[at]}))
             placed_losses = len(at)
         # Which (rank, source) pairs are kept, asked once per pair in the order first met:
         # the rows of a worse source met first go at the next flush (as line by line).
@@ -323,7 +325,7 @@ class StepTable:
         if src == LOG and after_step.__class__ is int and 0 <= after_step < bulk.MAX_STEP:
             if not math.isfinite(values[1]):
                 return 0
-            self.placed_losses.append((rank, attempt, after_step, values[1], t))
+            self._placed_lines.append((rank, attempt, after_step, values[1], t))
             return 1  # a loss taken in (put on its step's row at the next flush)
         if not self._keep_source(rank, src):
             if src == LOG and math.isfinite(values[1]) and self._best_source(rank) == AUTO:
@@ -472,24 +474,23 @@ class StepTable:
             elif len(self._steps):
                 self._steps = put_log_losses(self._steps, losses)[0]
                 parts = [self._steps]
-        if self.placed_losses or self._placed_waiting:
-            placed = self._placed_waiting + self.placed_losses
+        if self._placed or self._placed_lines or len(self._placed_waiting):
+            placed = self._pending_placed_losses()
             tried_before = len(self._placed_waiting)
-            self.placed_losses = []
             missed = np.arange(len(placed))
             if chunk is not None:
                 chunk, missed = put_placed_losses(chunk, placed)
             if len(missed) and not self.streaming and len(self._steps):
-                self._steps, still = put_placed_losses(self._steps,
-                                                       [placed[i] for i in missed.tolist()])
+                self._steps, still = put_placed_losses(self._steps, placed.rows(missed))
                 missed = missed[still]
                 parts = [self._steps]
             # Not found a second time: given up (its row handed out, if streaming: only the
             # loss can go on); found first time: looked for at the next flush.
-            self._placed_waiting = [placed[i] for i in missed.tolist() if i >= tried_before]
-            if self.streaming:
-                self._late_losses += [(placed[i][4], placed[i][0], placed[i][3])
-                                      for i in missed.tolist() if i < tried_before]
+            self._placed_waiting = placed.rows(missed[missed >= tried_before])
+            given_up = placed.rows(missed[missed < tried_before])
+            if self.streaming and len(given_up):
+                self._late_losses += zip(given_up["t"].tolist(), given_up["rank"].tolist(),
+                                         given_up["loss"].tolist(), strict=True)
         if chunk is not None:
             parts = _merge_in_time_order(self._steps, chunk)
         if moved:
@@ -500,6 +501,17 @@ class StepTable:
                                      in_time_order=True)[0]
             parts = [table]
         return parts
+
+    def _pending_placed_losses(self) -> Columns:
+        """The placed losses waiting from the last flush, then those taken since, as one
+        table (PLACED_LOSS_COLUMNS); none wait after."""
+        parts = [self._placed_waiting, *self._placed]
+        if self._placed_lines:
+            lines = np.array(self._placed_lines, dtype=np.float64).reshape(-1, 5)
+            parts.append(Columns({name: lines[:, i] for i, name
+                                  in enumerate(PLACED_LOSS_COLUMNS)}))
+        self._placed, self._placed_lines = [], []
+        return Columns.concat(parts)
 
     def flush_phases(self) -> Columns:
         if len(self._new_phases):
@@ -616,3 +628,7 @@ def _seconds(value: Any) -> float:
         with contextlib.suppress(OverflowError):
             return float(value)
     return math.nan
+
+
+def _no_placed_losses() -> Columns:
+    return Columns({name: np.zeros(0) for name in PLACED_LOSS_COLUMNS})

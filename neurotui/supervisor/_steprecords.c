@@ -10,7 +10,7 @@ rules in the same order as _record_parsed, which stays as the way where this mod
 built (and where a line is not as this call expects: it stops there, and says so).
 
 record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt, make,
-             steps, run_steps, run_times) -> (index, why, value)
+             steps, run_steps, run_times, after_steps) -> (index, why, value)
 
   lines, stamps  one log's lines (str) and their stamps (float), read from `start` to `end`
   places         8 ints: the (start, end) of the step, rank, samples and loss in each line
@@ -23,6 +23,8 @@ record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt
   attempt, make  the attempt's number; StepRecord, the record's type
   steps          the records made are appended to it; run_steps and run_times, each
                  record's step and stamp (for the rank's last step and the stall watch)
+  after_steps    None, or (a placed log's lines) each line's automatic probe step, an int
+                 or None, given to its record as `after_step`
 
 It returns where it stopped and why: (end, DONE, None); (i, NEW_RANK, r) where line i prints
 rank r, not `rank` (line i not taken: Python looks r up and calls again); (i, PYTHON, None)
@@ -47,7 +49,7 @@ enum { DONE = 0, NEW_RANK = 1, PYTHON = 2 };
 #define INT_DIGITS_MAX 18   /* below 2**63 whatever the digits: no overflow to test */
 #define FLOAT_CHARS_MAX 64  /* steplog._direct_reader's longest float piece */
 
-static PyObject *SRC_LOG, *FROM_LINE;
+static PyObject *SRC_LOG, *FROM_LINE, *UNSET, *NO_PHASES;
 
 /* line[start:end] as int() reads it where it is an optional sign and 1 to 18 ASCII digits
    (every piece of our runner's lines and plain logs); 0 where it is something else int()
@@ -132,24 +134,27 @@ stopped(Py_ssize_t index, int why, PyObject *value)
 
 PyDoc_STRVAR(record_steps_doc,
 "record_steps(lines, stamps, start, end, places, rank, skip, last, floor, attempt, make,\n"
-"             steps, run_steps, run_times) -> (index, why, value)\n\n"
+"             steps, run_steps, run_times, after_steps) -> (index, why, value)\n\n"
 "The records of a run of one learnt shape's step lines, as StepRecorder._record_parsed makes\n"
 "them (see the module's comment).");
 
 static PyObject *
 record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "record_steps takes 14 arguments");
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "record_steps takes 15 arguments");
         return NULL;
     }
+    PyObject *after_steps = args[14];
     PyObject *lines = args[0], *stamps = args[1], *places = args[4], *rank_obj = args[5];
     PyObject *attempt = args[9], *make = args[10];
     PyObject *steps = args[11], *run_steps = args[12], *run_times = args[13];
     if (!PyList_CheckExact(lines) || !PyList_CheckExact(stamps) || !PyList_CheckExact(steps) ||
         !PyList_CheckExact(run_steps) || !PyList_CheckExact(run_times) ||
-        !PyTuple_CheckExact(places) || PyTuple_GET_SIZE(places) != 8) {
-        PyErr_SetString(PyExc_TypeError, "record_steps: lists, and a tuple of 8 places");
+        !PyTuple_CheckExact(places) || PyTuple_GET_SIZE(places) != 8 ||
+        (after_steps != Py_None && !PyList_CheckExact(after_steps))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "record_steps: lists, a tuple of 8 places, and a list or None");
         return NULL;
     }
     Py_ssize_t start = PyLong_AsSsize_t(args[2]), end = PyLong_AsSsize_t(args[3]);
@@ -189,7 +194,8 @@ record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
 
     for (Py_ssize_t i = start; i < end; i++) {
-        if (i >= PyList_GET_SIZE(lines) || i >= PyList_GET_SIZE(stamps)) {
+        if (i >= PyList_GET_SIZE(lines) || i >= PyList_GET_SIZE(stamps) ||
+            (after_steps != Py_None && i >= PyList_GET_SIZE(after_steps))) {
             PyErr_SetString(PyExc_RuntimeError, "record_steps: the lines changed under it");
             return NULL;
         }
@@ -256,13 +262,19 @@ record_steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *loss_obj = has_loss ? PyFloat_FromDouble(loss) : Py_NewRef(Py_None);
         PyObject *record = NULL;
         if (step_obj != NULL && samples_obj != NULL && loss_obj != NULL) {
-            /* StepRecord(t, step, rank, samples, loss, dt, phases, src, attempt[,
-               samples_from]): session/steprecord.py's STEP_RECORD_FIELDS (samples_from only
-               where the line printed its samples: else it is left unset, not null) */
-            PyObject *fields[10] = {
-                stamp, step_obj, rank_obj, samples_obj, loss_obj, Py_None, Py_None, SRC_LOG,
-                attempt, FROM_LINE};
-            record = PyObject_Vectorcall(make, fields, has_samples ? 10 : 9, NULL);
+            /* StepRecord(t, rank, step, samples, loss, dt, phases, src, attempt[, out, err,
+               samples_from[, after_step]]): session/steprecord.py's STEP_RECORD_FIELDS (out
+               and err unset; samples_from unset, not null, where the line printed no samples;
+               after_step where the line was placed) */
+            PyObject *after = after_steps == Py_None ? Py_None
+                                                     : PyList_GET_ITEM(after_steps, i);
+            PyObject *fields[13] = {
+                stamp, rank_obj, step_obj, samples_obj, loss_obj, Py_None, NO_PHASES, SRC_LOG,
+                attempt, UNSET, UNSET, has_samples ? FROM_LINE : UNSET, after};
+            Py_INCREF(after); /* (held through the call: `make` may change the list) */
+            record = PyObject_Vectorcall(make, fields,
+                                         after != Py_None ? 13 : has_samples ? 12 : 9, NULL);
+            Py_DECREF(after);
         }
         Py_XDECREF(samples_obj);
         Py_XDECREF(loss_obj);
@@ -310,6 +322,16 @@ PyInit__steprecords(void)
     SRC_LOG = PyUnicode_InternFromString("log");
     FROM_LINE = PyUnicode_InternFromString("line");
     if (SRC_LOG == NULL || FROM_LINE == NULL)
+        return NULL;
+    /* msgspec's UNSET (a samples_from not given where an after_step is) and the record's
+       phases where it has none, as session/steprecord.py has them */
+    PyObject *record_module = PyImport_ImportModule("neurotui.session.steprecord");
+    if (record_module == NULL)
+        return NULL;
+    UNSET = PyObject_GetAttrString(record_module, "UNSET");
+    NO_PHASES = PyObject_GetAttrString(record_module, "NO_PHASES");
+    Py_DECREF(record_module);
+    if (UNSET == NULL || NO_PHASES == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

@@ -81,16 +81,19 @@ class LineTaker:
             self.recorder.record(figures)  # those read before it first, in the order read
             self.take_bar_positions(followed, seen[-1][1])
 
-    def take_chunk(self, followed: _Followed, chunk: bytes, now: float) -> None:
-        """The lines of a piece read from `followed` at `now` (its stamp), and the positions
-        of a bar redrawn with carriage returns after them."""
+    def take_chunk(self, followed: _Followed, chunk: bytes, now: float,
+                   after_step: int | None = None) -> None:
+        """The lines of a piece read from `followed` at `now` (its stamp: for a placed log,
+        the time of the probe's step `after_step`), and the positions of a bar redrawn with
+        carriage returns after them."""
         if not followed.parsed and _CR not in chunk and _CR not in followed.pending:
             # The usual piece (every step line comes this way): whole lines without a
             # carriage return, each one position, taken without looking for positions.
             raw_lines = followed.split(chunk)
             if raw_lines:
                 text = b"\n".join(raw_lines).decode("utf-8", "replace")
-                self.take_lines(followed, text.split("\n"), [now] * len(raw_lines))
+                self.take_lines(followed, text.split("\n"), [now] * len(raw_lines), None,
+                                None if after_step is None else [after_step] * len(raw_lines))
             if not followed.pending.endswith(b"]"):
                 return  # and no carriage return waits: no bar position to take yet
         else:
@@ -167,11 +170,13 @@ class LineTaker:
             "are recorded under their local ranks"))
 
     def take_lines(self, followed: _Followed, lines: list[str], stamps: list[float],
-                    figures: list[LogLines] | None = None) -> None:
+                   figures: list[LogLines] | None = None,
+                   after_steps: list[int | None] | None = None) -> None:
         """Whole lines of one log, each with its stamp: kept in its rank's tail and parsed in
         one batch (what _take does a line at a time, without its per-line costs). Step lines
         of the short way are recorded, or wait in `figures` for the caller to record
-        (StepRecorder.record) with other logs'; what is recorded otherwise comes after them."""
+        (StepRecorder.record) with other logs'; what is recorded otherwise comes after them.
+        `after_steps`: a placed log's, the probe's step each line was printed after."""
         rank = followed.rank
         if (rank is None and self.parse_launcher) or (rank is not None and \
                 self.global_ranks is not None and rank not in self.global_ranks):
@@ -179,8 +184,9 @@ class LineTaker:
             # known yet (its lines are held): a line at a time.
             if figures:
                 self.recorder.record(figures)
-            for line, stamp in zip(lines, stamps, strict=True):
-                self._take(line, followed, stamp)
+            for i, (line, stamp) in enumerate(zip(lines, stamps, strict=True)):
+                self._take(line, followed, stamp,
+                           after_step=None if after_steps is None else after_steps[i])
             return
         if rank is not None and self.global_ranks is not None:
             rank = self.global_ranks[rank]
@@ -199,12 +205,13 @@ class LineTaker:
         # prefers them to log lines, so it is not told of each line as well.
         watched = not followed.placed
         if figures is None:
-            self.recorder.record([(lines, stamps, rank, watched)])
+            self.recorder.record([(lines, stamps, rank, watched, after_steps)])
         else:
-            figures.append((lines, stamps, rank, watched))  # parsed with the other logs'
+            figures.append((lines, stamps, rank, watched, after_steps))  # with the others'
 
     def _take(self, line: str, followed: _Followed, now: float, *,
-              keep_in_tail: bool = True, parse: bool = True) -> None:
+              keep_in_tail: bool = True, parse: bool = True,
+              after_step: int | None = None) -> None:
         rank = followed.rank
         if rank is not None and self.global_ranks is not None:
             global_rank = self.global_ranks.get(rank)
@@ -229,7 +236,7 @@ class LineTaker:
                 self.first_line_at = now
         if not parse or (followed.rank is None and not self.parse_launcher):
             return  # torchrun's console: the rank files are parsed instead
-        self.recorder.record_line(self.parser.parse_values(line), rank, line, now)
+        self.recorder.record_line(self.parser.parse_values(line), rank, line, now, after_step)
 
     def tail_lines(self) -> dict[str, list[str]]:
         return {("launcher" if k is None else str(k)): list(v) for k, v in self.tails.items()}

@@ -1,6 +1,7 @@
 """Placing the lines of a log by the automatic probe's steps: its records say where the
 rank's stdout and stderr stood at each step (stepoffsets.py), so each line read at a poll is
-given the time of the step it was printed after, and its loss goes with that step.
+given the time of the step it was printed after, and its record names that step
+(`after_step`): its loss goes with that step.
 LogFollower decides which logs are placed (_place_new_logs) and when they are read.
 """
 
@@ -53,19 +54,21 @@ def read_placed(followed: _Followed, now: float, final: bool, figures: list[LogL
     if followed.parsed or _CR in whole or ident not in offsets:
         # A bar redrawn with carriage returns (or steps forgotten at a new attempt): all
         # of it at once, stamped by the last step before the read's end.
-        stamp = offsets.place(ident, followed.offset)[0] if ident in offsets else None
+        (stamp,), (after_step,), *_ = offsets.place_all(ident, [followed.offset]) \
+            if ident in offsets else ((None,), (None,))
         if stamp is None:
             stamp = _written_at(followed.modified_ns, now, followed.grew_at)
         followed.held.clear()
         recorder.record(figures)  # those read before it first, in the order read
-        taker.take_chunk(followed, chunk, stamp)
+        taker.take_chunk(followed, chunk, stamp, after_step)
         return followed.offset - before >= _MAX_READ
     base = followed.offset - len(whole)  # where `whole` begins in the file
     read_at = stalls.read_at
     ripe = math.inf if final else max(
         (end for end, read in followed.held if read + PLACE_AFTER_S <= read_at), default=-1)
     ends = _line_ends(whole, base)
-    times, first, bounded = offsets.place_all(ident, [base, *ends[:-1]] if ends else [])
+    times, after_steps, first, bounded = offsets.place_all(ident,
+                                                           [base, *ends[:-1]] if ends else [])
     # The lines a later step bounds, and those the probe was read long enough after
     # (both the first ones): the rest wait, as a step not read yet may come first.
     take = max(bounded, bisect_right(ends, ripe))
@@ -74,7 +77,7 @@ def read_placed(followed: _Followed, now: float, final: bool, figures: list[LogL
         # A line printed before the first step known: just before it.
         stamps = [min(now, first - 1e-6) if t is None else t for t in times[:take]]
         lines = whole[:start - base - 1].decode("utf-8", "replace").split("\n")
-        taker.take_lines(followed, lines, stamps, figures)
+        taker.take_lines(followed, lines, stamps, figures, after_steps[:take])
         followed.held = [mark for mark in followed.held if mark[0] > start]
     offsets.forget_before(ident, start)  # (at every poll: a quiet stderr's steps too)
     followed.pending = whole[start - base:]

@@ -11,7 +11,6 @@ pandas): the supervisor runs beside training for days.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import statistics
 import time
@@ -33,10 +32,6 @@ from neurotui.supervisor.stepoffsets import StepOffsets
 _ORDER = PRECEDENCE_OF_NAME  # lower: the better source (the reader's table)
 _KEPT = 256  # step times per rank and source: the median of the recent past
 _MAX_READ = 1 << 20
-AUTO_STEPS_KEPT = 1 << 15
-"""Of the automatic probe's steps, the latest this many are kept for naming the step of a
-placed line (a minute of a 32-rank job's at 10 steps a second, and more: a line is placed
-within seconds of its step)."""
 HISTORY_BYTES = 1 << 20
 """Of each probe file, an adopting supervisor reads this much of its end for where the logs
 stood (about 4,000 steps: minutes of a fast job's output since the old supervisor's mark)."""
@@ -110,9 +105,6 @@ class StallWatch:
         places their lines by them)."""
         self.read_at = float("-inf")
         """When read_probes last began: a step done well before it is in `offsets`."""
-        self.auto_steps: dict[tuple[int, float], int] = {}
-        """(rank, time) -> step of the automatic probe's recent steps: a placed log line is
-        stamped with one of these times, and its record names the step (`after_step`)."""
         self.compiles = CompileWatch(session_dir, self._last_step)
         """torch.compile's compiles (probe files) and neuronx-cc's (log lines)."""
 
@@ -122,7 +114,6 @@ class StallWatch:
         self._tracks.clear()
         self._compiled_at.clear()
         self.offsets.clear()
-        self.auto_steps.clear()
 
     def skip_history(self) -> None:
         """Read the probe files on from their current ends (an adopting supervisor: the
@@ -148,14 +139,9 @@ class StallWatch:
         """Where these steps say the ranks' logs stood (the follower places lines by them)."""
         if records:
             times = [record.t for record in records]
-            self.offsets.add_many([record.out for record in records], times)
-            self.offsets.add_many([record.err for record in records], times)
-            steps = self.auto_steps
-            steps.update(((record.rank, record.t), record.step) for record in records
-                         if record.src == "auto")
-            if len(steps) > 2 * AUTO_STEPS_KEPT:  # the oldest half go (kept in order added)
-                for key in list(itertools.islice(steps, len(steps) - AUTO_STEPS_KEPT)):
-                    del steps[key]
+            steps = [record.step for record in records]
+            self.offsets.add_many([record.out for record in records], times, steps)
+            self.offsets.add_many([record.err for record in records], times, steps)
 
     def step(self, rank: int, step: int, t: float, src: str) -> None:
         self.rank_steps(rank, [step], [t], src)

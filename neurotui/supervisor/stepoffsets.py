@@ -23,25 +23,30 @@ follower reads (a script that sent its stdout elsewhere) must not grow them for 
 
 
 class StepOffsets:
-    """Per log file: the offsets and times of the probe's steps, in the order recorded."""
+    """Per log file: the offsets, times and numbers of the probe's steps, in the order
+    recorded."""
 
     def __init__(self) -> None:
-        self._files: dict[FileId, tuple[list[int], list[float]]] = {}
+        self._files: dict[FileId, tuple[list[int], list[float], list[int | None]]] = {}
         self.files_known = 0
         """How many files have steps: grows when a new one does (a cheap test for news)."""
 
     def __contains__(self, file: FileId) -> bool:
         return file in self._files
 
-    def add(self, where: tuple[int, int, int], t: float) -> None:
-        """A step done at `t` when the file (device, inode) ended at `offset`."""
-        self.add_many([where], [t])
+    def add(self, where: tuple[int, int, int], t: float, step: int | None = None) -> None:
+        """Step `step`, done at `t` when the file (device, inode) ended at `offset`."""
+        self.add_many([where], [t], [step])
 
-    def add_many(self, wheres: Sequence[object], times: list[float]) -> None:
-        """Steps in the order done: each done at its time when its file ended at its offset,
-        a (device, inode, offset) tuple (anything else: not known, e.g. None or a record's
-        UNSET). A step with nothing printed since the one before takes that one's place (a
-        line there came after both): a quiet stderr keeps one."""
+    def add_many(self, wheres: Sequence[object], times: list[float],
+                 numbers: Sequence[int | None] | None = None) -> None:
+        """Steps in the order done (`numbers`: theirs, if known): each done at its time when
+        its file ended at its offset, a (device, inode, offset) tuple (anything else: not
+        known, e.g. None or a record's UNSET). A step with nothing printed since the one
+        before takes that one's place (a line there came after both): a quiet stderr keeps
+        one."""
+        if numbers is None:
+            numbers = [None] * len(times)
         if wheres and wheres[0].__class__ is tuple and len(times) == len(wheres) == \
                 wheres.count(wheres[0]):
             # Nothing printed over all of them (a rank's quiet stderr, at every read of its
@@ -50,12 +55,14 @@ class StepOffsets:
             steps = self._files.get((dev, ino))
             if steps is not None and steps[0] and steps[0][-1] == offset:
                 steps[1][-1] = times[-1]
+                steps[2][-1] = numbers[-1]
                 return
         # Hundreds a second (a 32-rank job's steps, for two files each): one loop, no calls.
         current: FileId | None = None
         offsets: list[int] = []
         kept: list[float] = []
-        for where, t in zip(wheres, times, strict=True):
+        counted: list[int | None] = []
+        for where, t, number in zip(wheres, times, numbers, strict=True):
             if where.__class__ is not tuple:
                 continue
             dev, ino, offset = where  # type: ignore[misc]
@@ -63,56 +70,66 @@ class StepOffsets:
                 current = (dev, ino)
                 steps = self._files.get(current)
                 if steps is None:
-                    steps = self._files[current] = ([], [])
+                    steps = self._files[current] = ([], [], [])
                     self.files_known += 1
-                offsets, kept = steps
+                offsets, kept, counted = steps
             if offsets:
                 last = offsets[-1]
                 if offset == last:
                     kept[-1] = t
+                    counted[-1] = number
                     continue
                 if offset < last:  # written again from the start (a new process): its own
                     offsets.clear()
                     kept.clear()
+                    counted.clear()
             offsets.append(offset)
             kept.append(t)
+            counted.append(number)
             if len(offsets) > 2 * KEPT:
-                del offsets[:KEPT], kept[:KEPT]
+                del offsets[:KEPT], kept[:KEPT], counted[:KEPT]
 
     def place(self, file: FileId, start: int) -> tuple[float | None, float, bool]:
         """For a line of `file` that begins at byte `start`: the time of the last step done
         before it was printed (None: none known), the time of the first step known at all,
         and whether a later step is known (the line's place is then certain: a step not yet
         read cannot come between)."""
-        (stamp,), first, bounded = self.place_all(file, [start])
+        (stamp,), _, first, bounded = self.place_all(file, [start])
         return stamp, first, bounded == 1
 
     def place_all(self, file: FileId, starts: list[int]
-                  ) -> tuple[list[float | None], float, int]:
+                  ) -> tuple[list[float | None], list[int | None], float, int]:
         """`place` for lines beginning at `starts` (in file order), in one walk: each one's
-        step time (None: before the first step known), the first step's time, and how many
-        of them (the first ones) a later step bounds."""
-        offsets, times = self._files[file]
+        step time (None: before the first step known) and that step's number (None: not
+        known), the first step's time, and how many of them (the first ones) a later step
+        bounds."""
+        offsets, times, numbers = self._files[file]
         count = len(offsets)
         at = bisect_right(offsets, starts[0]) - 1 if starts else -1
         stamps: list[float | None] = []
+        after: list[int | None] = []
         bounded = 0
         for start in starts:
             while at + 1 < count and offsets[at + 1] <= start:
                 at += 1
-            stamps.append(times[at] if at >= 0 else None)
+            if at >= 0:
+                stamps.append(times[at])
+                after.append(numbers[at])
+            else:
+                stamps.append(None)
+                after.append(None)
             bounded += at + 1 < count
-        return stamps, times[0], bounded
+        return stamps, after, times[0], bounded
 
     def forget_before(self, file: FileId, start: int) -> None:
         """Lines before byte `start` are all placed: only the last step before it is kept."""
         steps = self._files.get(file)
         if steps is None:
             return
-        offsets, times = steps
+        offsets, times, numbers = steps
         at = bisect_right(offsets, start) - 1
         if at > 0:
-            del offsets[:at], times[:at]
+            del offsets[:at], times[:at], numbers[:at]
 
     def clear(self) -> None:
         self._files.clear()

@@ -16,7 +16,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from neurotui.session.steprecord import STEP_RECORD_FIELDS, StepRecord, encode_steps
+from neurotui.session.steprecord import (
+    NO_PHASES,
+    STEP_RECORD_FIELDS,
+    StepRecord,
+    encode_steps,
+)
 from neurotui.session.writer import EventWriter
 from neurotui.sources.steplog import CompileLine, StepFigures, StepLineParser, StepValues
 from neurotui.supervisor.stallwatch import StallWatch
@@ -49,17 +54,22 @@ if StepRecord.__struct_fields__[:len(STEP_RECORD_FIELDS)] != STEP_RECORD_FIELDS:
     native_record_steps = None
 
 
-LogLines = tuple[list[str], list[float], int | None, bool]
+LogLines = tuple[list[str], list[float], int | None, bool, list[int | None] | None]
 """Lines of one log to be read the short way (parse_figures_many) where they are all step
 lines of a shape it knows, with the other logs' of a take or poll: their text, stamps, the
-log's rank (for lines that print none) and whether the stall watch is told of them."""
+log's rank (for lines that print none), whether the stall watch is told of them, and (a
+placed log's) the automatic probe's step each line was printed after (None: not known)."""
+ParsedLines = tuple[list[StepFigures], list[float], int | None, bool, list[int | None] | None]
+"""LogLines read the short way: each line's figures in place of its text."""
+_FROM_LINE = {"samples_from": "line"}
 _INT_MAX = 2**63  # msgspec writes integers of 64 bits; the writer's encoder, any
 
 
 def _step_record(t: float, rank: int, step: int, samples: float | None,
                  loss: float | None, dt: float | None, attempt: int,
                  throughput: float | None, samples_total: float | None,
-                 global_batch: float | None, samples_from: str | None) -> StepRecord | None:
+                 global_batch: float | None, samples_from: str | None,
+                 after_step: int | None = None) -> StepRecord | None:
     """A log step's record, or None where msgspec would not write what the writer's
     encoder writes (NaN and infinity, which it writes as null; integers past 64 bits): the
     writer then encodes it."""
@@ -69,9 +79,11 @@ def _step_record(t: float, rank: int, step: int, samples: float | None,
             and -_INT_MAX < step < _INT_MAX and -_INT_MAX < rank < _INT_MAX
             and attempt < _INT_MAX):
         return None
-    record = StepRecord(t, step, rank, samples, loss, dt, None, "log", attempt)
+    record = StepRecord(t, rank, step, samples, loss, dt, NO_PHASES, "log", attempt)
     if samples_from is not None:
         record.samples_from = samples_from
+    if after_step is not None:
+        record.after_step = after_step
     if throughput is not None or samples_total is not None or global_batch is not None:
         # Most lines print none of these: one test for the three, then each.
         for value in (throughput, samples_total, global_batch):
@@ -134,25 +146,27 @@ class StepRecorder:
         self.resumed_attempt = self.attempt
 
     def record_line(self, record: StepValues | CompileLine | None, rank: int | None,
-                    line: str, now: float) -> None:
-        """One line parsed whole (parse_values), read at `now` from a log of `rank`."""
+                    line: str, now: float, after_step: int | None = None) -> None:
+        """One line parsed whole (parse_values), read at `now` from a log of `rank`
+        (`after_step`: a placed line's probe step)."""
         if isinstance(record, StepValues):
-            self._record_step(record, rank, now)
+            self._record_step(record, rank, now, after_step=after_step)
         elif isinstance(record, CompileLine):
             self._record_compile(record, rank, line, now)
 
     def _record_values(self, lines: list[str], stamps: list[float], rank: int | None,
-                     watched: bool) -> None:
+                       watched: bool, after_steps: list[int | None] | None) -> None:
         """Lines of one log that are not all step lines of a shape the short way knows: each
         parsed whole (parse_values_many), and recorded as a step or compile line."""
         steps: list[StepRecord] = []
-        for record, stamp, line in zip(self.parser.parse_values_many(lines), stamps, lines,
-                                       strict=True):
+        for i, (record, stamp, line) in enumerate(zip(self.parser.parse_values_many(lines),
+                                                      stamps, lines, strict=True)):
             if record is None:
                 continue
             if record.__class__ is StepValues:
                 self._record_step(record, rank, stamp, steps,  # type: ignore[arg-type]
-                                  watched=watched)
+                                  watched=watched,
+                                  after_step=None if after_steps is None else after_steps[i])
             else:
                 self._write_steps(steps)  # the steps before it first, in the order read
                 self._record_compile(record, rank, line, stamp)  # type: ignore[arg-type]
@@ -165,10 +179,11 @@ class StepRecorder:
             self.stalls.compiled(rank, now, record.what)
 
     def _record_step(self, record: StepValues, rank: int | None, now: float,
-                     batch: list[StepRecord] | None = None, *, watched: bool = True) -> None:
+                     batch: list[StepRecord] | None = None, *, watched: bool = True,
+                     after_step: int | None = None) -> None:
         """A step line's record (`rank`: its log's, when the line names none): written, or
         added to `batch` (_write_steps writes a batch's records in one go); the stall watch
-        is told of it when `watched`."""
+        is told of it when `watched`. `after_step`: a placed line's probe step."""
         rank = record.rank if record.rank is not None else (rank or 0)
         if rank in self.probed_ranks:
             return
@@ -209,7 +224,7 @@ class StepRecorder:
         self.last_stamp[rank] = (now, step)
         event = _step_record(now, rank, step, samples, record.loss, dt, self.attempt,
                              record.throughput, record.samples_total, record.global_batch,
-                             samples_from)
+                             samples_from, after_step)
         if event is not None:
             if batch is not None:
                 batch.append(event)
@@ -219,7 +234,8 @@ class StepRecorder:
             if batch is not None:
                 self._write_steps(batch)  # those before it first, in the order read
             self._write_by_encoder(now, rank, step, samples, record.loss, dt, record.throughput,
-                                   record.samples_total, record.global_batch, samples_from)
+                                   record.samples_total, record.global_batch, samples_from,
+                                   after_step)
         if watched and self.stalls is not None:
             self.stalls.step(rank, step, now, "log")
         self.steps_written += 1
@@ -249,19 +265,19 @@ class StepRecorder:
             for lines, *_ in figures:
                 parsed.append(read[at:at + len(lines)])
                 at += len(lines)
-        run: list[tuple[list[StepFigures], list[float], int | None, bool]] = []
-        for (lines, stamps, rank, watched), figures_read in zip(figures, parsed, strict=True):
+        run: list[ParsedLines] = []
+        for (lines, stamps, rank, watched, after), figures_read in zip(figures, parsed,
+                                                                       strict=True):
             if figures_read is not None:
-                run.append((figures_read, stamps, rank, watched))
+                run.append((figures_read, stamps, rank, watched, after))
                 continue
             self._record_parsed(run)  # those read before it first, in the order read
             run = []
-            self._record_values(lines, stamps, rank, watched)
+            self._record_values(lines, stamps, rank, watched, after)
         self._record_parsed(run)
         figures.clear()
 
-    def _record_parsed(self, figures: list[tuple[list[StepFigures], list[float], int | None,
-                                                 bool]]) -> None:
+    def _record_parsed(self, figures: list[ParsedLines]) -> None:
         """The records _record_step makes of step lines read the short way, written in one
         go: without a StepValues a line, or the tests for what such a line never prints (a
         bar's count, a running total, the job's batch, a rate).
@@ -272,7 +288,7 @@ class StepRecorder:
         recorded = self.recorded_steps if self.attempt == self.resumed_attempt else None
         attempt, steps, isfinite, stalls = self.attempt, [], math.isfinite, self.stalls
         attempt_ok, low, high = attempt < _INT_MAX, -_INT_MAX, _INT_MAX
-        for read, stamps, log_rank, watched in figures:
+        for read, stamps, log_rank, watched, after_steps in figures:
             # A log's lines are one rank's, mostly: what depends on the rank only (probed?
             # recorded before a resume? its last step) is looked up once per run of lines of
             # one rank, and its last step and stamp written back at the run's end. Hundreds
@@ -285,7 +301,8 @@ class StepRecorder:
             last_t = 0.0
             run_steps: list[int] = []
             run_times: list[float] = []
-            for (step, rank, samples, loss), stamp in zip(read, stamps, strict=True):
+            for i, ((step, rank, samples, loss), stamp) in enumerate(zip(read, stamps,
+                                                                         strict=True)):
                 if rank is None:
                     rank = log_rank or 0
                 if rank != run_rank:
@@ -308,15 +325,22 @@ class StepRecorder:
                 # was a tenth of their recording.
                 if rank_ok and isfinite(stamp) and (samples is None or isfinite(samples)) and \
                         (loss is None or isfinite(loss)) and low < step < high:
-                    steps.append(
-                        StepRecord(stamp, step, rank, None, loss, None, None, "log", attempt)
-                        if samples is None else
-                        StepRecord(stamp, step, rank, samples, loss, None, None, "log", attempt,
-                                   "line"))
+                    after = None if after_steps is None else after_steps[i]
+                    if after is not None:  # (the record's later fields are keywords)
+                        steps.append(StepRecord(stamp, rank, step, samples, loss, None,
+                                                NO_PHASES, "log", attempt, after_step=after,
+                                                **({} if samples is None else _FROM_LINE)))
+                    elif samples is None:
+                        steps.append(StepRecord(stamp, rank, step, None, loss, None,
+                                                NO_PHASES, "log", attempt))
+                    else:
+                        steps.append(StepRecord(stamp, rank, step, samples, loss, None,
+                                                NO_PHASES, "log", attempt, **_FROM_LINE))
                 else:
                     self._write_steps(steps)  # those before it first, in the order read
                     self._write_by_encoder(stamp, rank, step, samples, loss, None, None, None,
-                                           None, samples_from)
+                                           None, samples_from,
+                                           None if after_steps is None else after_steps[i])
                 run_steps.append(step)
                 run_times.append(stamp)
             if run_steps:
@@ -341,20 +365,21 @@ class StepRecorder:
         run = iter(runs)
         _, run_end, places = next(run)
         at = 0  # where the log's lines start among all of them
-        for lines, stamps, log_rank, watched in figures:
+        for lines, stamps, log_rank, watched, after_steps in figures:
             begin, count = 0, len(lines)
             while begin < count:
                 if at + begin >= run_end:
                     _, run_end, places = next(run)
                 end = min(count, run_end - at)
-                self._record_run(lines, stamps, begin, end, places, log_rank,
+                self._record_run(lines, stamps, after_steps, begin, end, places, log_rank,
                                  watched and self.stalls is not None, steps)
                 begin = end
             at += count
         self._write_steps(steps)
         return True
 
-    def _record_run(self, lines: list[str], stamps: list[float], begin: int, end: int,
+    def _record_run(self, lines: list[str], stamps: list[float],
+                    after_steps: list[int | None] | None, begin: int, end: int,
                     places: tuple[int, ...], log_rank: int | None, told: bool,
                     steps: list[StepRecord]) -> None:
         """Lines `begin` to `end` of one log, all of one shape whose figures are at `places`,
@@ -370,7 +395,7 @@ class StepRecorder:
         while begin < end:
             begin, why, printed = self._record_steps(
                 lines, stamps, begin, end, places, rank, skip, last, floor, self.attempt,
-                StepRecord, steps, run_steps, run_times)
+                StepRecord, steps, run_steps, run_times, after_steps)
             if run_steps:
                 self._end_run(rank, run_steps[-1], run_times[-1], run_steps, run_times, told)
                 run_steps, run_times = [], []
@@ -379,8 +404,9 @@ class StepRecorder:
                 skip, last, floor = self._rank_state(rank)  # type: ignore[arg-type]
             elif why == _PYTHON:
                 self._write_steps(steps)  # those before it first, in the order read
-                self.record([(lines[begin:end], stamps[begin:end], log_rank,
-                                       told)], native=False)
+                self.record([(lines[begin:end], stamps[begin:end], log_rank, told,
+                              None if after_steps is None else after_steps[begin:end])],
+                            native=False)
                 return
 
     def _rank_state(self, rank: int) -> tuple[bool, int | None, int | None]:
@@ -405,7 +431,7 @@ class StepRecorder:
     def _write_by_encoder(self, t: float, rank: int, step: int, samples: float | None,
                           loss: float | None, dt: float | None, throughput: float | None,
                           samples_total: float | None, global_batch: float | None,
-                          samples_from: str | None) -> None:
+                          samples_from: str | None, after_step: int | None = None) -> None:
         """A step record _step_record declined (NaN, infinity, a step past 64 bits), written
         by the writer's encoder, which writes those its own way; every figure the line
         carries is kept."""
@@ -413,24 +439,14 @@ class StepRecorder:
             ("throughput", throughput), ("samples_total", samples_total),
             ("global_batch", global_batch), ("samples_from", samples_from))
             if value is not None}
-        after_step = self.stalls.auto_steps.get((rank, t)) if self.stalls is not None else None
         if after_step is not None:
             printed["after_step"] = after_step
         self.writer.write("step", t=t, rank=rank, step=step, samples=samples, loss=loss, dt=dt,
                           phases=None, src="log", attempt=self.attempt, **printed)
 
     def _write_steps(self, batch: list[StepRecord]) -> None:
-        """The records of a batch of step lines, encoded in one call; `batch` is emptied. A
-        placed line's record names the automatic probe's step it was placed after (its
-        stamp is that step's time): the reader puts its loss on that step."""
+        """The records of a batch of step lines, encoded in one call; `batch` is emptied."""
         if batch:
-            placed = self.stalls.auto_steps if self.stalls is not None else None
-            if placed:
-                get = placed.get
-                for record in batch:
-                    step = get((record.rank, record.t))
-                    if step is not None:
-                        record.after_step = step
             self.writer.write_encoded_lines("step", len(batch), encode_steps(batch))
             batch.clear()
 

@@ -137,14 +137,15 @@ def _probe_step(rank: int, step: int, t: float, dt: float, auto_probe: bool) -> 
 
 def _log_records(step_times: list[list[float]], logged: list[int], before: float) -> str:
     """The log records of each rank's steps done before `before` not written yet: each line
-    read a millisecond after its step, with the loss it printed."""
+    placed after its step (stamped with its time, naming it), with the loss it printed."""
     out = []
     for r, times in enumerate(step_times):
         i = logged[r]
         while i < len(times) and times[i] < before:
-            out.append(f'{{"t":{times[i] + 0.001!r},"kind":"step","rank":{r},"step":{i + 1},'
+            out.append(f'{{"kind":"step","t":{times[i]!r},"rank":{r},"step":{i + 1},'
                        f'"samples":16.0,"loss":{2.0 + 1.0 / (i + 1):.5f},"dt":null,'
-                       f'"phases":null,"src":"log","attempt":0,"samples_from":"line"}}\n')
+                       f'"phases":null,"src":"log","attempt":0,"samples_from":"line",'
+                       f'"after_step":{i + 1}}}\n')
             i += 1
         logged[r] = i
     return "".join(out)

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from neurotui.collect import host
 from neurotui.supervisor import followedlogs, steprecorder
 
@@ -162,12 +164,17 @@ def fuzz_record_steps(rng: random.Random, seconds: float) -> int:
         floor = rng.choice([None, None, 5, -(2**63)])
         skip = _chance(rng, 0.1)
         shrink = _chance(rng, 0.1)
+        after_steps = None if _chance(rng, 0.5) else [
+            rng.choice([None, 0, 5, 2**40]) for _ in range(len(lines))]
 
         def make(*fields: object, lines: list = lines, stamps: list = stamps,
+                 after_steps: list | None = after_steps,
                  shrink: bool = shrink) -> steprecorder.StepRecord:
             if shrink:  # Python code that empties the lists under the call
                 lines.clear()
                 stamps.clear()
+                if after_steps is not None:
+                    after_steps.clear()
             return steprecorder.StepRecord(*fields)  # type: ignore[arg-type]
 
         given = (list(lines), list(stamps), start, end, places, rank, skip, last, floor)
@@ -176,7 +183,7 @@ def fuzz_record_steps(rng: random.Random, seconds: float) -> int:
         run_times: list = []
         try:
             got = record_steps(lines, stamps, start, end, places, rank, skip, last, floor, 0,
-                               make, steps, run_steps, run_times)
+                               make, steps, run_steps, run_times, after_steps)
         except (ValueError, IndexError, RuntimeError, TypeError, OverflowError) as refused:
             got = refused
         calls += 1
@@ -205,6 +212,11 @@ def fuzz_record_steps(rng: random.Random, seconds: float) -> int:
             assert got == want, (got, want, given)
             assert [(s.t, s.rank, s.step, s.samples, s.loss) for s in steps] == made, given
             assert run_steps == [m[2] for m in made] and run_times == [m[0] for m in made]
+            # each record names its line's probe step (stamps are 1000 + the line's index)
+            named = [msgspec.UNSET if after_steps is None or
+                     after_steps[int(s.t) - 1000] is None else after_steps[int(s.t) - 1000]
+                     for s in steps]
+            assert [s.after_step for s in steps] == named, given
         except AssertionError:
             print("record_steps differs:", file=sys.stderr)
             raise

@@ -126,6 +126,14 @@ def test_a_loss_printed_right_after_the_step_goes_with_that_step(sessions, tmp_p
         assert list(mine["loss"]) == printed
         where = [r["out"] for r in auto_steps(session, rank)]
         assert all(len(w) == 3 for w in where) and len({tuple(w[:2]) for w in where}) == 1
+    # Each loss line's record names the step it was placed after: its own (the reader puts
+    # the loss there by that step, not by time).
+    logged = [json.loads(line) for line in (session / "events.jsonl").read_text().splitlines()]
+    named = {(r["rank"], r["after_step"]): r["loss"] for r in logged
+             if r.get("kind") == "step" and r.get("src") == "log" and r.get("loss") is not None}
+    for rank in (0, 1):
+        printed = [float(loss) for loss in truth(truth_file, rank)["losses"]]
+        assert [named.get((rank, step)) for step in range(1, 61)] == printed
     timing = meta(session)["log_timing"]
     assert timing["placed_logs"] == 4, timing  # each rank's stdout.log and stderr.log
 

@@ -114,7 +114,7 @@ def test_the_supervisor_raises_the_recompile_alert_with_its_evidence(tmp_path: P
                            reason="0/0: tensor 'args[0]' size mismatch at index 0. "
                                   "expected 4, actual 8"),
              torch_compile(51.5, "compiled", cid="0/1")]
-    steps = [StepRecord(49.2, 31, rank=0, src="auto"), StepRecord(52.0, 32, rank=0, src="auto")]
+    steps = [StepRecord(49.2, 0, 31, src="auto"), StepRecord(52.0, 0, 32, src="auto")]
     taken = watch.take_probe_lines(
         "\n".join(json.dumps(r) for r in later).encode(), steps)
     assert len(taken) == 2

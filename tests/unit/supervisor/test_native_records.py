@@ -11,9 +11,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from neurotui.session import layout
+from neurotui.session.steprecord import NO_PHASES
 from neurotui.session.writer import FORMAT_VERSION, EventWriter, write_json_atomic
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor import steprecorder
@@ -90,8 +92,10 @@ def test_native_records_are_the_python_ones(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     polls = []
     for k in range(30):
+        # (rank 1's log is placed: its lines name the probe's step they came after, or none)
         polls.append([(lines, [1000.0 + k + i / 100 for i in range(len(lines))], rank,
-                       rank != 3)
+                       rank != 3, [rng.choice([None, 8 * k, 8 * k + 1]) for _ in lines]
+                       if rank == 1 else None)
                       for rank in range(5) for lines in [_random_log(rng, rank, 8 * k)]])
     results = []
     for native in (True, False):
@@ -112,8 +116,8 @@ def test_native_records_are_the_python_ones(tmp_path: Path, seed: int) -> None:
         if native:
             follower.recorder._record_steps = counted
         for figures in polls:
-            follower.recorder.record([(list(lines), list(stamps), rank, watched)
-                                      for lines, stamps, rank, watched in figures])
+            follower.recorder.record([(list(lines), list(stamps), rank, watched, after)
+                                      for lines, stamps, rank, watched, after in figures])
         writer.close()
         assert follower.stalls is not None
         results.append(((tmp_path / str(native) / layout.EVENTS).read_bytes(),
@@ -126,6 +130,7 @@ def test_native_records_are_the_python_ones(tmp_path: Path, seed: int) -> None:
             assert native_lines[0] > lines // 2  # most went through the native reader
     assert results[0] == results[1]
     assert results[0][0].count(b'"kind":"step"') > 500
+    assert results[0][0].count(b'"after_step"') > 50
     # (a NaN loss went through the writer's encoder: NaN, or null and named in
     # `nonfinite` where it writes strict JSON)
     assert b"NaN" in results[0][0] or b'"nonfinite"' in results[0][0]
@@ -143,7 +148,7 @@ def _run(lines: list[str], rank: int | None, *, last: int | None = None,
     run_times: list[float] = []
     stopped = steprecorder.native_record_steps(  # type: ignore[misc]
         lines, [5.0] * len(lines), 0, len(lines), PLACES_RUNNER, rank, skip, last, floor, 0,
-        steprecorder.StepRecord, steps, run_steps, run_times)
+        steprecorder.StepRecord, steps, run_steps, run_times, None)
     return stopped, steps, run_steps
 
 
@@ -158,8 +163,15 @@ def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
     assert _run(lines, None)[0] == (0, NEW_RANK, 22)  # (the first line's rank is looked up)
     stopped, steps, run_steps = _run(lines, 22)
     assert stopped == (3, NEW_RANK, 23) and run_steps == [10, 11]  # 11 drawn again: once
-    assert steps[0] == steprecorder.StepRecord(5.0, 10, 22, 16.0, 0.1234, None, None, "log", 0,
-                                               "line")
+    assert steps[0] == steprecorder.StepRecord(5.0, 22, 10, 16.0, 0.1234, None, NO_PHASES,
+                                               "log", 0, samples_from="line")
+    placed: list = []
+    steprecorder.native_record_steps(  # type: ignore[misc]
+        lines[:2], [5.0, 6.0], 0, 2, PLACES_RUNNER, 22, False, None, None, 0,
+        steprecorder.StepRecord, placed, [], [], [3, None])
+    assert [record.after_step for record in placed] == [3, msgspec.UNSET]
+    assert placed[0] == steprecorder.StepRecord(5.0, 22, 10, 16.0, 0.1234, None, NO_PHASES,
+                                                "log", 0, samples_from="line", after_step=3)
     assert _run(lines[:2], 22, last=10)[2] == [11]
     assert _run(lines[:2], 22, floor=10)[2] == [11]  # recorded before a resume
     assert _run(lines[:3], 22, skip=True) == ((3, DONE, None), [], [])
@@ -170,11 +182,11 @@ def test_record_steps_stops_at_another_rank_and_at_what_python_reads() -> None:
     assert _run([lines[0]], 2**63)[0] == (0, PYTHON, None)  # past 64 bits: the encoder's
     with pytest.raises(TypeError):
         steprecorder.native_record_steps(lines, [], 0, 1, (1, 2), 22, False, None, None, 0,  # type: ignore[misc]
-                                steprecorder.StepRecord, [], [], [])
+                                steprecorder.StepRecord, [], [], [], None)
     with pytest.raises(IndexError):
         _run_past = steprecorder.native_record_steps  # type: ignore[misc]
         _run_past(lines, [5.0], 0, 4, PLACES_RUNNER, 22, False, None, None, 0,
-                  steprecorder.StepRecord, [], [], [])
+                  steprecorder.StepRecord, [], [], [], None)
 
 
 # -- its callers' edge cases (issue #63): each risky call in a fresh interpreter, so that a
@@ -206,7 +218,7 @@ def test_record_steps_refuses_places_that_are_not_spans(places: tuple[int, ...])
     out = _isolated(f"""
         try:
             record_steps([line], [5.0], 0, 1, {places!r}, 22, False, None, None, 0, _LogStep,
-                         [], [], [])
+                         [], [], [], None)
         except ValueError as refused:
             print(refused)
     """)
@@ -227,7 +239,7 @@ def test_record_steps_is_safe_from_lines_changed_by_the_record_it_makes() -> Non
             return _LogStep(*fields)
         try:
             record_steps(lines, stamps, 0, 50, PLACES, 22, False, None, None, 0, make, steps,
-                         run_steps, run_times)
+                         run_steps, run_times, None)
         except RuntimeError as refused:
             print(refused, run_steps, run_times, steps[0].t)
     """)

@@ -161,8 +161,9 @@ def test_the_steps_before_the_lines_placed_are_forgotten(tmp_path: Path) -> None
     status = log.stat()
     assert len(follower.stalls.offsets._files[(status.st_dev, status.st_ino)][0]) <= 2
     quiet = StepOffsets()
-    quiet.add_many([(*FILE, 7)] * 100 + [None], [float(k) for k in range(101)])
-    assert quiet._files[FILE] == ([7], [99.0])
+    quiet.add_many([(*FILE, 7)] * 100 + [None], [float(k) for k in range(101)],
+                   list(range(101)))
+    assert quiet._files[FILE] == ([7], [99.0], [99])
 
 
 def test_an_adopting_supervisor_places_the_lines_since_the_old_ones_mark(
