@@ -314,7 +314,6 @@ class SessionReader:
             tail.offset, tail.pending = start + complete, chunk[complete:]
             read = len(chunk)
             if read < min(READ_CHUNK_BYTES, BATCH_PIECE_BYTES) and complete \
-                    and self.table.samples_per_step is None \
                     and bulk.starts_with_a_step(chunk):
                 batch.append(_Piece(tail, chunk, complete, start))
                 if sum(len(p.chunk) for p in batch) >= BATCH_PIECE_BYTES:
@@ -350,7 +349,7 @@ class SessionReader:
         (helper_decode.py): the probe files (`tails` after the first), and where events.jsonl
         (the first) is long, its later part, from the byte returned (None: all of it here).
         No helper where it would not pay."""
-        if self.rebuilds_cache or self.table.samples_per_step is not None:
+        if self.rebuilds_cache:
             return None, None  # the keeper works in the background: one core is its share
         events, step_tails = tails[0], tails[1:]
         split = _later_part(events.path, events.offset)
@@ -546,7 +545,7 @@ class SessionReader:
         """Take the first `complete` bytes of `chunk` (complete lines) read from byte `start`.
         A probe file's piece is step lines only: decoded whole, it needs no bytes object per
         line (a piece that does not start with a step line is not tried whole)."""
-        if self.table.samples_per_step is None and (whole := bulk.decode_piece(chunk, complete)):
+        if whole := bulk.decode_piece(chunk, complete):
             steps, count = whole
             tail.line_no += count
             return self._take_decoded(steps)
@@ -558,9 +557,8 @@ class SessionReader:
         """Take a piece of lines starting at byte `start` (`block`: the same, as the bytes
         they were split from): its step lines decoded in bulk (bulk.py), its telemetry
         lines kept as lines, column-wise, and the rest (with any step line the bulk decode
-        would not take) one by one. A run's --samples-per-step shares the batch among the
-        ranks seen so far, line by line: such sessions take the per-line path."""
-        if len(lines) < bulk.MIN_BATCH or self.table.samples_per_step is not None:
+        would not take) one by one."""
+        if len(lines) < bulk.MIN_BATCH:
             decoded, one_by_one, telemetry = bulk.empty(), list(range(len(lines))), {}
         elif mixed is not None or (block is not None and
                                    (mixed := _MIXED.decode(block, len(lines))) is not None):

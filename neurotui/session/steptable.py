@@ -269,6 +269,8 @@ class StepTable:
                 "rank": rank[at], "attempt": steps.attempt[at],
                 "after_step": steps.after_step[at], "loss": steps.loss[at], "t": steps.t[at]}))
             placed_losses = len(at)
+        considered = keep.copy()  # (rows whose rank is seen, as line by line)
+        seen_before = set(self._rank_sources) if self.samples_per_step is not None else set()
         # Which (rank, source) pairs are kept, asked once per pair in the order first met:
         # the rows of a worse source met first go at the next flush (as line by line).
         pair = rank * len(STEP_SOURCES) + src
@@ -290,10 +292,13 @@ class StepTable:
         losses = len(self.log_losses) - losses + placed_losses  # taken in: counted as added
         every = bool(keep.all())
         kept = np.flatnonzero(keep)
+        samples = steps.samples
+        if self.samples_per_step is not None:
+            samples = self._shared_batch(samples, rank, keep, considered, seen_before)
         new = self._new
         for name, values, dtype in (("t", steps.t, "float64"), ("rank", rank, "int64"),
                                     ("step", steps.step, "int64"),
-                                    ("samples", steps.samples, "float64"),
+                                    ("samples", samples, "float64"),
                                     ("loss", steps.loss, "float64"),
                                     ("dt", steps.dt, "float64"), ("src", src, "int8"),
                                     ("attempt", steps.attempt, "int64")):
@@ -314,6 +319,29 @@ class StepTable:
             self._new_phases.extend(steps.t[with_phases], rank[with_phases],
                                     [phases[i] for i in with_phases])
         return len(kept) + losses
+
+    def _shared_batch(self, samples: np.ndarray, rank: np.ndarray, keep: np.ndarray,
+                      considered: np.ndarray, seen_before: set[int]) -> np.ndarray:
+        """`samples`, with the kept rows that report none given the user's --samples-per-step
+        shared by the job's ranks: its world size where known, else the ranks seen up to that
+        row (before this piece, and in it so far), as add_step gives them line by line."""
+        missing = keep & np.isnan(samples)
+        if not missing.any():
+            return samples
+        assert self.samples_per_step is not None
+        if self._job_world_size:
+            ranks_seen = np.full(len(samples), float(self._job_world_size))
+        else:
+            order = np.flatnonzero(considered)
+            ranks, first = np.unique(rank[order], return_index=True)
+            met = np.zeros(len(order), dtype=np.int64)
+            met[first[~np.isin(ranks, list(seen_before))]] = 1
+            ranks_seen = np.full(len(samples), np.nan)
+            ranks_seen[order] = len(seen_before) + np.cumsum(met)
+        shared = samples.copy()
+        shared[missing] = self.samples_per_step / ranks_seen[missing]
+        self.samples_from.add(SAMPLES_PER_STEP)
+        return shared
 
     def add_step(self, r: dict[str, Any], t: float, rank: int, step: int,
                  values: tuple[float, float, float], attempt: int) -> int:

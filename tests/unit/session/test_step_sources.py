@@ -137,6 +137,28 @@ def test_samples_per_step_fills_steps_that_do_not_say(tmp_path: Path) -> None:
     assert steady is not None and abs(steady.samples_per_s - 640) < 1  # 64 per 0.1 s
 
 
+def test_samples_per_step_is_shared_as_the_ranks_come_in_bulk_as_line_by_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rank 0 alone at first, then ranks 1-3 join one after another: each row's share of the
+    # batch is over the ranks seen up to it, whichever way the lines are read.
+    d = make_session(tmp_path)
+    write_json_atomic(d / layout.META, {"format": FORMAT_VERSION, "id": d.name, "exit": None,
+                                        "started_at": 100.0,
+                                        "config": {"samples_per_step": 96}})
+    bare = [{**step(100 + i / 10, r, i, "log"), "samples": None}
+            for i in range(1, 120) for r in range(4) if i > 20 * r]
+    bare[50]["samples"] = 8  # (a line that says: kept as it said)
+    append(d / layout.EVENTS, *bare)
+    in_bulk = SessionReader(d).load().steps()
+    from neurotui.session import bulk
+    monkeypatch.setattr(bulk, "MIN_BATCH", 10**9)  # every line on its own
+    monkeypatch.setattr(bulk, "MIN_BLOCK", 10**9)
+    line_by_line = SessionReader(d).load().steps()
+    pd.testing.assert_frame_equal(in_bulk, line_by_line)
+    shares = sorted(set((96 / in_bulk["samples"]).round(6)) - {12.0})
+    assert shares == [1.0, 2.0, 3.0, 4.0]
+
+
 def _best_rows_by_the_rule(read: list[dict]) -> list[tuple[float, int, int, str, float]]:
     """The step table as the rule says, from the rows in the order read (events.jsonl, then
     the probe files, then the automatic probe's, each rank's in turn): in time order (ties in
