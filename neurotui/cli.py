@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from neurotui import __version__, export, fmt, patterns, serve
+from neurotui.argtypes import positive_number
 from neurotui.compare import command as compare_command
 from neurotui.exporter.options import add_options as add_metrics_options
 from neurotui.exporter.options import metrics_config
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="after SIGINT, wait this long before SIGTERM (and as long again "
                           "before SIGKILL)")
     run.add_argument("--step-target", type=int, help="steps the run will take (for ETA)")
-    run.add_argument("--dataset-size", type=_positive_number, metavar="N",
+    run.add_argument("--dataset-size", type=positive_number, metavar="N",
                      help="samples in one epoch (one pass over the training data, all ranks): "
                           "shows an epoch's time and cost at the steady rate, and epochs done")
     run.add_argument("--peak-dtype", choices=PEAK_DTYPES, metavar="DTYPE",
@@ -77,13 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the most of the job's output the session's logs keep, e.g. 200M "
                           "(default 1G); what is dropped past it is said in the log and "
                           "counted in meta.json")
-    run.add_argument("--loss-spike-factor", type=_positive_number, metavar="X",
+    run.add_argument("--loss-spike-factor", type=positive_number, metavar="X",
                      help="raise the loss-spike alert for a loss above X times the median of "
                           "its rank's last 50 (default 3)")
-    run.add_argument("--memory-creep-window", type=_positive_number, metavar="SECONDS",
+    run.add_argument("--memory-creep-window", type=positive_number, metavar="SECONDS",
                      help="judge a rank's resident memory for a steady creep over this long "
                           "(default 600)")
-    run.add_argument("--samples-per-step", type=_positive_number, metavar="N",
+    run.add_argument("--samples-per-step", type=positive_number, metavar="N",
                      help="samples in one step of the whole job (global batch, all nodes), "
                           "for steps that do not say (log lines without a batch or "
                           "throughput)")
@@ -158,16 +159,6 @@ def add_display_options(parser: argparse.ArgumentParser, *, headless: bool = Tru
                         help="no block or braille characters (or NEUROTUI_ASCII=1)")
     parser.add_argument("--theme", choices=("dark", "light"),
                         help="colour theme (or NEUROTUI_THEME=light)")
-
-
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError("must be a number above 0")
-    return value
 
 
 def _compare_screen(root: Path, chosen: list[Path], baseline: Path | None) -> int:

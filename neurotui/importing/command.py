@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neurotui.argtypes import positive_number
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -27,7 +29,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     price.add_argument("--instance-type", help="the instance the run ran on, e.g. trn1.2xlarge")
     price.add_argument("--price-per-hour", help="USD per hour, overriding the table")
     price.add_argument("--region", help="AWS region of the instance")
-    p.add_argument("--samples-per-step", type=_positive, metavar="N",
+    p.add_argument("--samples-per-step", type=positive_number, metavar="N",
                    help="samples in each step, all ranks together (as `run --samples-per-step`)")
     p.add_argument("--started", metavar="ISO-TIME",
                    help="when the run started, for a log that prints step times but no dates "
@@ -35,16 +37,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="import the same PATHs again, as another session")
     return p
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number")
-    return value
 
 
 def run(args: argparse.Namespace, root: Path) -> int:
