@@ -19,8 +19,6 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from neurotui import __version__
 from neurotui.importing import sources, timing
 from neurotui.importing.logs import PARSE_BATCH, ImportProblem, TimedPart, time_part
@@ -28,6 +26,7 @@ from neurotui.importing.tensorboard import TensorBoardRun, read_run
 from neurotui.session import layout
 from neurotui.session.create import new_session_folder, write_first_meta
 from neurotui.session.paths import list_sessions
+from neurotui.session.steprecord import NO_PHASES, StepRecord, encode_steps
 from neurotui.session.writer import EventWriter, read_meta, update_meta
 from neurotui.sources.steplog import StepLineParser
 from neurotui.supervisor.steprecorder import StepRecorder
@@ -251,29 +250,6 @@ def _keep_log(session_dir: Path, part: TimedPart) -> None:
         shutil.copyfileobj(src, dst)
 
 
-class TensorBoardStep(msgspec.Struct, omit_defaults=True, gc=False):
-    """An imported TensorBoard step's record (FORMAT.md's `step`, with `lr`), encoded by
-    msgspec a batch at a time: a million steps' records in about a second, where a dict
-    each through the writer's encoder took three."""
-
-    t: float
-    kind: str
-    rank: int
-    step: int
-    samples: float | None
-    loss: float | None
-    dt: None
-    phases: None
-    src: str
-    attempt: int
-    throughput: float | None = None
-    samples_from: str | None = None
-    lr: float | None = None
-
-
-_encode_lines = msgspec.json.Encoder().encode_lines
-
-
 def _write_tensorboard(writer: EventWriter, run: TensorBoardRun,
                        options: ImportOptions) -> tuple[dict[str, Any], list[str]]:
     """A step record per step of the loss tag (or the most-logged one), at its wall time, of
@@ -284,7 +260,7 @@ def _write_tensorboard(writer: EventWriter, run: TensorBoardRun,
     per_step = options.samples_per_step
     from_option = None if per_step is None else "samples_per_step"
     isfinite = math.isfinite
-    batch: list[TensorBoardStep] = []
+    batch: list[StepRecord] = []
     for step, wall, loss, lr, rate in run.steps:
         samples, samples_from = per_step, from_option
         if rate is not None and per_step is None and previous is not None and \
@@ -293,16 +269,22 @@ def _write_tensorboard(writer: EventWriter, run: TensorBoardRun,
             samples_from = "throughput"
         previous = (step, wall)
         if isfinite(wall) and all(v is None or isfinite(v) for v in (loss, samples, lr, rate)):
-            batch.append(TensorBoardStep(wall, "step", 0, step, samples, loss, None, None,
-                                         "log", 0, rate, samples_from, lr))
+            record = StepRecord(wall, 0, step, samples, loss, None, NO_PHASES, "log", 0)
+            if rate is not None:
+                record.throughput = rate
+            if samples_from is not None:
+                record.samples_from = samples_from
+            if lr is not None:
+                record.lr = lr
+            batch.append(record)
             if len(batch) == FLUSH_EVERY:
-                writer.write_encoded_lines("step", len(batch), _encode_lines(batch))
+                writer.write_encoded_lines("step", len(batch), encode_steps(batch))
                 writer.flush()
                 batch.clear()
             continue
         # A NaN loss: null, named in `nonfinite` (FORMAT.md), by the writer's encoder; the
         # records before it first, in order.
-        writer.write_encoded_lines("step", len(batch), _encode_lines(batch))
+        writer.write_encoded_lines("step", len(batch), encode_steps(batch))
         batch.clear()
         extra = {key: value for key, value in (("throughput", rate), ("lr", lr),
                                                ("samples_from", samples_from))
@@ -310,7 +292,7 @@ def _write_tensorboard(writer: EventWriter, run: TensorBoardRun,
         writer.write("step", t=wall, rank=0, step=step, samples=samples, loss=loss, dt=None,
                      phases=None, src="log", attempt=0, **extra)
     if batch:
-        writer.write_encoded_lines("step", len(batch), _encode_lines(batch))
+        writer.write_encoded_lines("step", len(batch), encode_steps(batch))
     written = len(run.steps)
     resolution = timing.resolution_of([wall for _, wall, *_ in run.steps])
     said = [f"{written:,} steps from {len(run.files)} TensorBoard event file"

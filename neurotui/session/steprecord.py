@@ -52,6 +52,8 @@ class StepRecord(msgspec.Struct, tag_field="kind", tag="step", gc=False):
     """What a log line printed beyond the step: samples/s, a running total, the job's batch."""
     samples_total: float | UnsetType = UNSET
     global_batch: float | UnsetType = UNSET
+    lr: float | UnsetType = UNSET
+    """An imported TensorBoard step's learning rate (importing/build.py)."""
 
 
 NO_PHASES = msgspec.Raw(b"null")
