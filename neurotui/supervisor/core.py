@@ -486,8 +486,13 @@ class Supervisor:
 
     def _watch_memory(self, now: float) -> None:
         self.alerts.update(CREEP, self.creep.alert(now), now)
-        self.creep.read_devices(self.dir)  # (the accelerator telemetry as recorded)
+        # (the accelerator telemetry as recorded)
+        self.creep.read_devices(self.dir, steady=self.stalls.past_warmup())
         self.alerts.update(DEVICE_CREEP, self.creep.device_alert(now), now)
+
+    def _keep_memory(self, now: float, rows: list[dict[str, Any]], host: dict[str, Any]) -> None:
+        """The ranks' memory, kept from their steady steps on (warm-up's growth levels off)."""
+        self.creep.add(now, rows, host, steady=self.stalls.past_warmup())
 
     def _watch_compiles(self, now: float) -> None:
         recompiled, mismatched = self.stalls.compiles.alerts(now)
@@ -569,7 +574,7 @@ class Supervisor:
                 if self.global_ranks is not None:
                     self._learn_global_ranks([p for p in procs if p.pid in rank_pids], now)
                 self.writer.write_plain("procs", t=now, procs=rows)
-                self._guarded("watching the ranks' memory", self.creep.add, now, rows, host)
+                self._guarded("watching the ranks' memory", self._keep_memory, now, rows, host)
         except Exception as exc:  # a telemetry failure is recorded, never fatal
             self.writer.write("warning", source="host", message=f"host telemetry failed: {exc}")
         if self.telemetry is not None:

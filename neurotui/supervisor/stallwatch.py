@@ -163,6 +163,11 @@ class StallWatch:
                 if r == rank]
         return max(seen)[1] if seen else None
 
+    def past_warmup(self) -> bool:
+        """Whether a rank of this attempt has stepped past warm-up (the memory watch keeps
+        samples from then on: memwatch.py's steady steps)."""
+        return any(track.past_warmup for track in self._tracks.values())
+
     def compiled(self, rank: int | None, t: float, what: str | None = None) -> None:
         self._compiled_at[rank] = max(t, self._compiled_at.get(rank, t))
         if what is not None:
