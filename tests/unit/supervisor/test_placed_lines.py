@@ -291,3 +291,24 @@ def test_placed_losses_read_line_by_line_go_where_the_bulk_read_puts_them(
     steps = SessionReader(session, telemetry_history=None).load().steps()
     auto = steps[steps["src"].astype(str) == "auto"].sort_values("step")
     assert [None if math.isnan(x) else x for x in auto["loss"]] == [7.5, None, 8.5]
+
+
+def test_a_placed_loss_goes_on_its_own_attempts_step() -> None:
+    # A restart counts the steps from 1 again: the loss goes on its attempt's step 2 only.
+    import numpy as np
+
+    from neurotui.session.columns import Columns
+    from neurotui.session.stepsources import AUTO, LOG, put_placed_losses
+
+    table = Columns({"t": np.arange(6.0), "rank": np.zeros(6, dtype=np.int64),
+                     "step": np.array([1, 2, 3, 1, 2, 3]),
+                     "attempt": np.array([0, 0, 0, 1, 1, 1]),
+                     "src": np.array([AUTO] * 5 + [LOG], dtype=np.int8),
+                     "loss": np.full(6, np.nan)})
+    losses = Columns({"rank": np.array([0.0, 0.0, 0.0]), "attempt": np.array([1.0, 0.0, 1.0]),
+                      "after_step": np.array([2.0, 3.0, 3.0]), "loss": np.array([5.0, 6.0, 7.0]),
+                      "t": np.array([4.0, 2.0, 5.0])})
+    placed, missed = put_placed_losses(table, losses)
+    assert [None if math.isnan(x) else x for x in placed["loss"]] == \
+        [None, None, 6.0, None, 5.0, None]
+    assert missed.tolist() == [2]  # (attempt 1's step 3 is a log row here, not the probe's)
