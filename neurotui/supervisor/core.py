@@ -334,7 +334,9 @@ class Supervisor:
         self._guarded("reading the job's logs", self.follower.poll, time.time(), True)
         # A recompile (or a rank's extra graph) in the last second is judged before the end.
         self._guarded("judging the compiles", self._watch_compiles, time.time())
-        self.writer.flush()  # the last steps, on disk for the loss watch to read
+        # The last steps, on disk for the loss watch to read; on a full disk into the reserve
+        # (a plain flush would drop what waits, the probe's last losses' record among it).
+        self.writer.flush(final=True)
         self._guarded("watching the losses", self._watch_losses, time.time())
         code = returncode if returncode is None or returncode >= 0 else None
         sig_name = signal.Signals(-returncode).name if returncode and returncode < 0 else None
