@@ -117,13 +117,8 @@ def put_placed_losses(table: Columns, losses: Columns) -> tuple[Columns, np.ndar
         at = np.minimum(np.searchsorted(steps, wanted), len(steps) - 1)
         found = steps[at] == wanted
         row[mine[found]] = rows[at[found]]
-    loss = table["loss"].copy()
-    placed = np.flatnonzero(row >= 0)
-    first = np.full(len(loss), len(placed))
-    np.minimum.at(first, row[placed], np.arange(len(placed)))
-    takes = np.flatnonzero((first < len(placed)) & np.isnan(loss))
-    loss[takes] = values[placed[first[takes]]]
-    return table.with_column("loss", loss), np.flatnonzero(row < 0)
+    return _first_losses_onto(table, row, np.flatnonzero(row >= 0), values), \
+        np.flatnonzero(row < 0)
 
 
 def place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
@@ -134,7 +129,6 @@ def place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
     as rows of a table in time order do, not in the order given."""
     auto = np.flatnonzero(chunk["src"] == AUTO)
     t = chunk["t"]
-    loss = chunk["loss"].copy()
     rows_of = _by_rank(chunk["rank"][auto])
     # Each loss's row (-1: none before it): a rank's losses in one search, the rows and the
     # losses of every rank found in one sort each (a cold read places millions). `order`:
@@ -150,14 +144,22 @@ def place_losses(chunk: Columns, log_t: np.ndarray, log_rank: np.ndarray,
         rows = auto[rows_of[r]] if r in rows_of else auto[:0]
         at = np.searchsorted(t[rows], times, side="right") - 1
         row[mine] = np.where(at >= 0, rows[np.maximum(at, 0)] if len(rows) else -1, -1)
-    # A row takes the first of its losses where it has none of its own.
     counted = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
     placed = counted[row[counted] >= 0]  # in the order they count in
+    return _first_losses_onto(chunk, row, placed, values), np.flatnonzero(row < 0)
+
+
+def _first_losses_onto(table: Columns, row: np.ndarray, placed: np.ndarray,
+                       values: np.ndarray) -> Columns:
+    """`table` with each row that has no loss of its own given the first of its losses:
+    loss i (of `values`) goes on row `row[i]`, `placed` holds those with a row, in the order
+    they count in."""
+    loss = table["loss"].copy()
     first = np.full(len(loss), len(placed))
     np.minimum.at(first, row[placed], np.arange(len(placed)))
     takes = np.flatnonzero((first < len(placed)) & np.isnan(loss))
     loss[takes] = values[placed[first[takes]]]
-    return chunk.with_column("loss", loss), np.flatnonzero(row < 0)
+    return table.with_column("loss", loss)
 
 
 def _per_rank(ranks: np.ndarray, value_of: dict[int, int], otherwise: int) -> np.ndarray:

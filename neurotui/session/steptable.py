@@ -261,10 +261,10 @@ class StepTable:
         rank = steps.rank
         keep = np.ones(len(rank), dtype=bool)
         placed_losses = 0
-        placed = (steps.after_step >= 0) & (src == LOG)
-        if placed.any():  # the losses of placed log lines, never rows
-            keep &= ~placed
-            at = np.flatnonzero(placed & np.isfinite(steps.loss))
+        placed_rows = (steps.after_step >= 0) & (src == LOG)
+        if placed_rows.any():  # the losses of placed log lines, never rows
+            keep &= ~placed_rows
+            at = np.flatnonzero(placed_rows & np.isfinite(steps.loss))
             self._placed.append(Columns({
                 "rank": rank[at], "attempt": steps.attempt[at],
                 "after_step": steps.after_step[at], "loss": steps.loss[at], "t": steps.t[at]}))
