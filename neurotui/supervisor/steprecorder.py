@@ -61,7 +61,6 @@ log's rank (for lines that print none), whether the stall watch is told of them,
 placed log's) the automatic probe's step each line was printed after (None: not known)."""
 ParsedLines = tuple[list[StepFigures], list[float], int | None, bool, list[int | None] | None]
 """LogLines read the short way: each line's figures in place of its text."""
-_FROM_LINE = {"samples_from": "line"}
 _INT_MAX = 2**63  # msgspec writes integers of 64 bits; the writer's encoder, any
 
 
@@ -325,17 +324,13 @@ class StepRecorder:
                 # was a tenth of their recording.
                 if rank_ok and isfinite(stamp) and (samples is None or isfinite(samples)) and \
                         (loss is None or isfinite(loss)) and low < step < high:
-                    after = None if after_steps is None else after_steps[i]
-                    if after is not None:  # (the record's later fields are keywords)
-                        steps.append(StepRecord(stamp, rank, step, samples, loss, None,
-                                                NO_PHASES, "log", attempt, after_step=after,
-                                                **({} if samples is None else _FROM_LINE)))
-                    elif samples is None:
-                        steps.append(StepRecord(stamp, rank, step, None, loss, None,
-                                                NO_PHASES, "log", attempt))
-                    else:
-                        steps.append(StepRecord(stamp, rank, step, samples, loss, None,
-                                                NO_PHASES, "log", attempt, **_FROM_LINE))
+                    record = StepRecord(stamp, rank, step, None, loss, None, NO_PHASES,
+                                        "log", attempt) if samples is None else \
+                        StepRecord(stamp, rank, step, samples, loss, None, NO_PHASES, "log",
+                                   attempt, samples_from="line")
+                    if after_steps is not None and (after := after_steps[i]) is not None:
+                        record.after_step = after
+                    steps.append(record)
                 else:
                     self._write_steps(steps)  # those before it first, in the order read
                     self._write_by_encoder(stamp, rank, step, samples, loss, None, None, None,
