@@ -10,6 +10,7 @@ The rooms, each holding one thing:
 - ``text``: a line's pieces (numbers, rank prefix, colour codes, printed time stamps).
 - ``compile_lines``: which lines are a Neuron compile event, and which kind.
 - ``rules``: the per-framework rules and the word screens in front of them.
+- ``bars``: the progress-bar rule (tqdm and the trainers drawn with it).
 - ``fields``: a rule's raw fields made a typed record.
 - ``parser``: StepLineParser, trying user patterns and the rules in order.
 - ``shapes``: the speed cache of where a rule read each field in lines of one shape.

@@ -1,11 +1,15 @@
-"""The records a step log's lines become: a step (:class:`StepLine`, the supervisor's
-lighter :class:`StepValues`, the four figures of :data:`StepFigures`) and a compile event
-(:class:`CompileLine`)."""
+"""The records a step log's lines become: a rule's raw fields (:data:`_Fields`), a step
+(:class:`StepLine`, the supervisor's lighter :class:`StepValues`, the four figures of
+:data:`StepFigures`) and a compile event (:class:`CompileLine`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+_Fields = dict[str, object]
+"""What a rule (rules.py, bars.py) reads from a line: raw field values by name, made typed
+by fields.py."""
 
 #: Longer lines are ignored: no step line is this long, and it bounds the work per line.
 MAX_LINE_CHARS = 64 * 1024

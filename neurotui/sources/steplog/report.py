@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from neurotui.sources.steplog.bars import _search_bar
 from neurotui.sources.steplog.parser import StepLineParser
 from neurotui.sources.steplog.records import MAX_LINE_CHARS, CompileLine, StepLine
-from neurotui.sources.steplog.rules import _search_bar
 from neurotui.sources.steplog.text import _ANSI_RE, strip_rank_prefix
 
 
