@@ -8,3 +8,8 @@ TELEMETRY_CAPTURES = FIXTURES / "telemetry"
 """The Neuron and NVIDIA tools' output and the training logs copied from public sources."""
 STEPLOG_CAPTURES = FIXTURES / "steplogs"
 """Training logs collected from public issues, docs and examples."""
+
+
+def read_capture(name: str) -> str:
+    """A telemetry capture's text (tests/fixtures/telemetry/NAME)."""
+    return (TELEMETRY_CAPTURES / name).read_text(encoding="utf-8")

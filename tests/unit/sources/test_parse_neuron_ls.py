@@ -14,14 +14,9 @@ from neurotui.sources.neuron_ls import (
     parse_neuron_ls_topology,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
-from tests.captures import TELEMETRY_CAPTURES
+from tests.captures import read_capture as load
 
-FIXTURES = TELEMETRY_CAPTURES
 GiB = 1024**3
-
-
-def load(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
 
 
 # --- inf1 (SDK 2.8 docs): multi-process rows, NA cells ---------------------------------------

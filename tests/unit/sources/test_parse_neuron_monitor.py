@@ -18,14 +18,8 @@ from neurotui.sources.neuron_monitor import (
     parse_monitor_record,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
-from tests.captures import TELEMETRY_CAPTURES
+from tests.captures import read_capture as load
 from tests.standins.tool_captures import monitor_record_from_doc_fragments
-
-FIXTURES = TELEMETRY_CAPTURES
-
-
-def load(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
 
 
 def wandb_report_line() -> str:

@@ -9,13 +9,7 @@ import pytest
 import neurotui.sources.neuron_top as neuron_top
 from neurotui.sources.neuron_top import NeuronTopModel, parse_neuron_top_text
 from neurotui.sources.parse_errors import TelemetryParseError
-from tests.captures import TELEMETRY_CAPTURES
-
-FIXTURES = TELEMETRY_CAPTURES
-
-
-def load(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
+from tests.captures import read_capture as load
 
 
 def test_runtime_1x_text_screen():

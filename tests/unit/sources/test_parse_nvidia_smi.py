@@ -14,14 +14,9 @@ from neurotui.sources.nvidia_smi import (
     parse_query_gpu_csv,
 )
 from neurotui.sources.parse_errors import TelemetryParseError
-from tests.captures import TELEMETRY_CAPTURES
+from tests.captures import read_capture as load
 
-FIXTURES = TELEMETRY_CAPTURES
 MiB = 1024**2
-
-
-def load(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
 
 
 # --- query CSV -------------------------------------------------------------------------------
