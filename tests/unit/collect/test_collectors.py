@@ -40,8 +40,9 @@ def run_for(telemetry: Telemetry, seconds: float, pids: frozenset[int] = frozens
         time.sleep(0.05)
 
 
-def test_neuron_monitor_stream_is_recorded(session, tmp_path, monkeypatch) -> None:
-    only_tools(monkeypatch, tmp_path, "neuron-monitor", "neuron-ls")
+def record_neuron_telemetry(session: Path) -> tuple[SessionReader, list[tuple[str, str]]]:
+    """1.5 s of the Neuron tools' telemetry recorded into `session` (a rank of pid 123), read
+    back; and the instance types the collectors found, with their sources."""
     writer = EventWriter(session / layout.EVENTS)
     found: list[tuple[str, str]] = []
     telemetry = Telemetry(session, writer, time.time(),
@@ -49,7 +50,12 @@ def test_neuron_monitor_stream_is_recorded(session, tmp_path, monkeypatch) -> No
     run_for(telemetry, 1.5, frozenset({123}))
     telemetry.close()
     writer.close()
-    reader = SessionReader(session).load()
+    return SessionReader(session).load(), found
+
+
+def test_neuron_monitor_stream_is_recorded(session, tmp_path, monkeypatch) -> None:
+    only_tools(monkeypatch, tmp_path, "neuron-monitor", "neuron-ls")
+    reader, found = record_neuron_telemetry(session)
     neuron = reader.events["neuron"]
     assert len(neuron) >= 4
     # The real first record: no runtime attached yet, so no cores (not zeros).
@@ -119,14 +125,7 @@ def test_trn2_capture_records_logical_cores_affinity_and_monitor_detail(
     output and the neuron-monitor record made from the 2.30 guide's fragments."""
     only_tools(monkeypatch, tmp_path, "neuron-monitor", "neuron-ls")
     monkeypatch.setenv("STANDIN_CAPTURE", "trn2")
-    writer = EventWriter(session / layout.EVENTS)
-    found: list[tuple[str, str]] = []
-    telemetry = Telemetry(session, writer, time.time(),
-                          on_instance_type=lambda t, s: found.append((t, s)))
-    run_for(telemetry, 1.5, frozenset({123}))
-    telemetry.close()
-    writer.close()
-    reader = SessionReader(session).load()
+    reader, found = record_neuron_telemetry(session)
 
     (snapshot, *_) = reader.events["neuron_devices"]
     assert snapshot["forms"] == ["json", "table"]
